@@ -1,0 +1,201 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# ignis: one non-recursive Makefile.
+#
+#   make deps      install the Debian packages the build and the tests need (root)
+#   make           build build/ignis
+#   make run       set up, build, profile this host for 30 s and print the hottest functions
+#   make test      set up, build, run every test (unit, sanitizers, integration, format)
+#   make bench     benchmarks (QUICK=1 for a short run)
+#   make install   PREFIX=/usr/local DESTDIR=
+#   make vmlinux   regenerate vmlinux/$(ARCH)/vmlinux.h from VMLINUX_BTF
+
+# ---- 1. Tools ---------------------------------------------------------------------------------
+CC ?= gcc
+CLANG ?= clang
+LLVM_STRIP ?= llvm-strip
+BPFTOOL ?= bpftool
+PROTOC_C ?= protoc-c
+PKG_CONFIG ?= pkg-config
+CLANG_FORMAT ?= clang-format
+GO ?= go
+PYTHON ?= python3
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+WERROR ?= 1
+V ?= 0
+
+# ---- 2. Architecture --------------------------------------------------------------------------
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0)
+
+# ---- 3. Flags ---------------------------------------------------------------------------------
+PKGS := libbpf libelf libdw zlib libprotobuf-c
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+WARNINGS := -Wall -Wextra -Wshadow -Wformat=2 -Wno-format-nonliteral -Wstrict-prototypes \
+	    -Wmissing-prototypes -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARNINGS += -Werror
+endif
+
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARNINGS) -MMD -MP \
+	      -fstack-protector-strong -I$(BUILD) -I$(BUILD)/agent $(PKG_CFLAGS) \
+	      -DIGNIS_VERSION='"$(VERSION)"' $(CFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) -lelf -lz
+
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+# The clang BPF target has no system headers of its own: borrow the host's include paths
+# (libbpf-bootstrap's CLANG_BPF_SYS_INCLUDES).
+CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
+	sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
+	      -Wall -Werror $(CLANG_BPF_SYS_INCLUDES)
+
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+# ---- 4. Sources -------------------------------------------------------------------------------
+SYMBOLIZER_SRCS := $(wildcard symbolizer/*.c)
+AGENT_LIB_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c))
+AGENT_SRCS := $(AGENT_LIB_SRCS) agent/main.c
+BPF_SRCS := bpf/profiler.bpf.c
+
+SYMBOLIZER_OBJS := $(SYMBOLIZER_SRCS:%.c=$(BUILD)/%.o)
+AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/agent/profile.pb-c.o
+AGENT_OBJS := $(AGENT_LIB_OBJS) $(BUILD)/agent/main.o
+SKEL := $(BUILD)/profiler.skel.h
+
+UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit/%)
+UNIT_SAN_BINS := $(UNIT_TESTS:%=$(BUILD)/san/tests/unit/%)
+
+FIXTURE_SRCS := $(wildcard tests/data/src/*.c)
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+
+# ---- 5. Rules ---------------------------------------------------------------------------------
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: $(BUILD)/ignis
+
+$(BUILD)/ignis: $(AGENT_OBJS) $(BUILD)/libsymbolizer.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/libsymbolizer.a: $(SYMBOLIZER_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/%.o: %.c | $(BUILD)/agent/profile.pb-c.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/agent/profile.pb-c.c $(BUILD)/agent/profile.pb-c.h &: agent/proto/profile.proto
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(BUILD)/agent
+	$(Q)$(PROTOC_C) --c_out=$(BUILD)/agent -Iagent/proto $<
+
+$(BUILD)/agent/profile.pb-c.o: $(BUILD)/agent/profile.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(filter-out -Wmissing-prototypes -Wshadow,$(ALL_CFLAGS)) -c $< -o $@
+
+# The skeleton is included by the sampler only.
+$(BUILD)/agent/sampler.o $(BUILD)/san/agent/sampler.o: $(SKEL)
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(BPF_EXTRA_CFLAGS) -c $< -o $(@:.o=.tmp.o)
+	$(Q)$(BPFTOOL) gen object $@ $(@:.o=.tmp.o)
+	$(Q)$(LLVM_STRIP) -g $@
+	$(Q)rm -f $(@:.o=.tmp.o)
+
+$(SKEL): $(BUILD)/bpf/profiler.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name profiler_bpf > $@
+
+# Sanitizer builds of the same sources, for the unit tests.
+$(BUILD)/san/%.o: %.c | $(BUILD)/agent/profile.pb-c.h
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(BUILD)/san/agent/profile.pb-c.o: $(BUILD)/agent/profile.pb-c.c
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(filter-out -Wmissing-prototypes -Wshadow,$(ALL_CFLAGS)) $(SAN_FLAGS) \
+		-c $< -o $@
+
+$(BUILD)/san/libsymbolizer.a: $(SYMBOLIZER_SRCS:%.c=$(BUILD)/san/%.o)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/san/ignis: $(AGENT_OBJS:$(BUILD)/%=$(BUILD)/san/%) $(BUILD)/san/libsymbolizer.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+include tests/tests.mk
+
+# ---- 6. Phony targets -------------------------------------------------------------------------
+DEB_BUILD_PKGS := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
+		  protobuf-c-compiler libprotobuf-c-dev pkg-config git
+DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils perl \
+		 clang-format binutils procps util-linux file
+DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
+
+# Installs only what is missing; runs apt-get update only then.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
+		|| echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "  DEPS     all installed"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "make deps: missing packages:" $$missing "- run as root (sudo make deps)" >&2; \
+		exit 1; fi; \
+	echo "  DEPS     installing:" $$missing; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
+
+RUN_ARGS ?= --duration 30 --interval 10 --top 15
+
+# Set up, build (in a fresh make, so pkg-config sees the packages just installed), run.
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(BUILD)/ignis $(RUN_ARGS)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory test-all
+
+vmlinux:
+	$(call msg,BTF,$(VMLINUX_BTF))
+	$(Q)ver=$$(uname -r | cut -d. -f1-2); \
+	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > vmlinux/$(ARCH)/vmlinux_$$ver.h && \
+	ln -sf vmlinux_$$ver.h vmlinux/$(ARCH)/vmlinux.h
+
+install: $(BUILD)/ignis
+	install -d $(DESTDIR)$(PREFIX)/sbin
+	install -m 0755 $(BUILD)/ignis $(DESTDIR)$(PREFIX)/sbin/ignis
+
+clean:
+	rm -rf $(BUILD)
+
+format:
+	$(CLANG_FORMAT) -i $(FORMAT_SRCS)
+
+.PHONY: all deps run test test-all vmlinux install clean format bench
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

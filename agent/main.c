@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ignis: wiring, signals and the window clock.
+ *
+ * The main loop waits on the ring buffer of process events until the next window boundary;
+ * there it flips the map generations, drains the idle one, symbolizes, writes the profile and
+ * releases what the window held. SIGINT/SIGTERM flush the current window and exit 0; a second
+ * signal exits at once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#include "../bpf/profiler.h"
+#include "../symbolizer/symbolizer.h"
+#include "drain.h"
+#include "log.h"
+#include "options.h"
+#include "pprof.h"
+#include "procfs.h"
+#include "proctab.h"
+#include "profile.h"
+#include "sampler.h"
+#include "sink_file.h"
+#include "top.h"
+#include "window.h"
+
+#ifndef IGNIS_VERSION
+#define IGNIS_VERSION "0.0.0"
+#endif
+
+/* Time between two captures of one process for an address outside its mappings. */
+#define RECAPTURE_GAP_NS (1000 * NSEC_PER_MSEC)
+/* Time between two PROC_EVENT_MMAP of one process, enforced in BPF. */
+#define MMAP_EVENT_GAP_NS (250 * NSEC_PER_MSEC)
+/* How often the counters are summarized at info level, and BPF's process table reconciled. */
+#define SUMMARY_EVERY_WINDOWS 6
+/* kallsyms is read again at most this often when kernel addresses stay unnamed. */
+#define KALLSYMS_RELOAD_NS (300 * NSEC_PER_SEC)
+#define GZIP_LEVEL 6
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	if (stop_requested)
+		_exit(128 + sig);
+	stop_requested = sig;
+}
+
+struct totals {
+	uint64_t windows;
+	uint64_t samples;
+	uint64_t recorded;
+	uint64_t dropped;
+	uint64_t unaccounted;
+	uint64_t events_lost;
+	uint64_t bytes_written;
+	uint64_t write_errors;
+};
+
+struct agent {
+	struct agent_config *cfg;
+	struct symbolizer *symbolizer;
+	struct sym_object *vdso;
+	struct proctab *proctab;
+	struct sampler *sampler;
+	struct window_builder *builder;
+	struct file_sink *sink;
+	char hostname[256];
+	char kernel_build_id[2 * 64 + 1];
+	bool kernel_symbols;
+	uint64_t kallsyms_loaded_ns;
+	uint64_t seq;			/* the window being recorded */
+	uint64_t window_start_real;
+	uint64_t window_start_mono;
+	struct totals totals;
+};
+
+static void symbolizer_print(enum sym_log_level level, const char *fmt, va_list ap)
+{
+	enum log_level ours = (enum log_level)level;
+
+	if (log_enabled(ours))
+		log_vprintf(ours, fmt, ap);
+}
+
+static int on_proc_event(void *ctx, const struct ignis_proc_event *ev)
+{
+	struct agent *a = ctx;
+	int err = proctab__handle_event(a->proctab, ev, a->seq);
+
+	if (err && err != -ESRCH && err != -ENOENT)
+		pr_debug("pid %u: event %u: %s", ev->tgid, ev->type, strerror(-err));
+	return 0;
+}
+
+static void load_kallsyms(struct agent *a)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	int n;
+
+	a->kallsyms_loaded_ns = now_mono_ns();
+	if (!f) {
+		pr_warn("cannot read /proc/kallsyms (%s): kernel frames stay unnamed",
+			strerror(errno));
+		return;
+	}
+	n = symbolizer__load_kallsyms(a->symbolizer, f);
+	fclose(f);
+	if (n == -EPERM) {
+		pr_warn("kernel symbol addresses are hidden from this process "
+			"(kernel.kptr_restrict); kernel frames stay unnamed: run as root with "
+			"CAP_SYSLOG, or set kernel.kptr_restrict=0");
+		a->kernel_symbols = false;
+	} else if (n < 0) {
+		pr_warn("cannot parse /proc/kallsyms: %s; kernel frames stay unnamed",
+			strerror(-n));
+		a->kernel_symbols = false;
+	} else {
+		pr_debug("kallsyms: %d kernel text symbols", n);
+		a->kernel_symbols = true;
+	}
+}
+
+/* The vDSO is the same kernel image in every process: symbolize it from our own copy. */
+static struct sym_object *open_vdso(struct symbolizer *s)
+{
+	char *maps, *line, *next;
+	struct sym_object *o = NULL;
+	long n;
+
+	n = procfs_read_file(AT_FDCWD, "/proc/self/maps", 1 << 20, &maps);
+	if (n < 0)
+		return NULL;
+	for (line = maps; line && *line; line = next) {
+		struct procmaps_entry e;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (procmaps_parse_line(line, &e) || strcmp(e.path, "[vdso]"))
+			continue;
+		o = symbolizer__open_memory(s, (const void *)(uintptr_t)e.start, e.end - e.start,
+					    "[vdso]");
+		break;
+	}
+	free(maps);
+	if (!o)
+		pr_debug("no vDSO image: its frames stay unnamed");
+	return o;
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	/* Each mapped binary keeps a descriptor open until its last window is drained. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			pr_debug("cannot raise the open-files limit: %s", strerror(errno));
+	}
+}
+
+static uint64_t drops_of(const uint64_t *st)
+{
+	return st[STAT_DROP_NO_GEN] + st[STAT_DROP_STACKS_FULL] + st[STAT_DROP_STACK_COLLISION] +
+	       st[STAT_DROP_COUNTS_FULL];
+}
+
+static int add_comments(struct profile *p, struct agent *a, const struct drained_window *dw,
+			const struct window_stats *ws, uint64_t seq, double rate)
+{
+	const uint64_t *st = dw->stats;
+	char line[512];
+	int err;
+
+	snprintf(line, sizeof(line), "ignis %s on %s, window %" PRIu64, IGNIS_VERSION,
+		 a->hostname, seq);
+	err = profile__comment(p, line);
+	if (err)
+		return err;
+	snprintf(line, sizeof(line),
+		 "samples %" PRIu64 " (%.1f Hz per CPU on %u CPUs): %" PRIu64 " idle, %" PRIu64
+		 " filtered, %" PRIu64 " profiled, %" PRIu64 " dropped",
+		 st[STAT_SAMPLES], rate, sampler__nr_cpus(a->sampler), st[STAT_IDLE],
+		 st[STAT_FILTERED], ws->samples, drops_of(st));
+	err = profile__comment(p, line);
+	if (err)
+		return err;
+	snprintf(line, sizeof(line),
+		 "stacks: %" PRIu64 " truncated (%" PRIu64 " broken frame-pointer chains), %" PRIu64
+		 " with an unverifiable root, %" PRIu64 " unknown frames, %" PRIu64
+		 " unnamed frames",
+		 ws->truncated_stacks, ws->broken_chains, ws->root_unknown_stacks,
+		 ws->unknown_frames, ws->unnamed_frames);
+	return profile__comment(p, line);
+}
+
+static void log_window(struct agent *a, uint64_t seq, const struct drained_window *dw,
+		       const struct window_stats *ws, uint64_t duration_ns, uint64_t fired,
+		       uint64_t recorded, int64_t unaccounted, size_t bytes, const char *path)
+{
+	const uint64_t *st = dw->stats;
+
+	pr_debug("window seq=%" PRIu64 " duration_ms=%" PRIu64 " cpus=%u samples=%" PRIu64
+		 " fired=%" PRIu64 " idle=%" PRIu64 " filtered=%" PRIu64 " recorded=%" PRIu64
+		 " dropped=%" PRIu64 " stacks_full=%" PRIu64 " collisions=%" PRIu64
+		 " counts_full=%" PRIu64 " unaccounted=%" PRId64 " ustack_err=%" PRIu64
+		 " kstack_err=%" PRIu64 " events_lost=%" PRIu64 " profiled=%" PRIu64
+		 " processes=%" PRIu64 " no_image=%" PRIu64 " kthread=%" PRIu64
+		 " truncated=%" PRIu64 " broken_chains=%" PRIu64 " root_unknown=%" PRIu64
+		 " unknown_frames=%" PRIu64
+		 " unnamed_frames=%" PRIu64 " cap_dropped=%" PRIu64 " stacks=%zu bytes=%zu file=%s",
+		 seq, duration_ns / NSEC_PER_MSEC, sampler__nr_cpus(a->sampler), st[STAT_SAMPLES],
+		 fired, st[STAT_IDLE], st[STAT_FILTERED], recorded, drops_of(st),
+		 st[STAT_DROP_STACKS_FULL], st[STAT_DROP_STACK_COLLISION],
+		 st[STAT_DROP_COUNTS_FULL], unaccounted, st[STAT_USTACK_ERR], st[STAT_KSTACK_ERR],
+		 st[STAT_EVENTS_LOST], ws->samples, ws->processes, ws->no_image_samples,
+		 ws->kthread_samples, ws->truncated_stacks, ws->broken_chains,
+		 ws->root_unknown_stacks,
+		 ws->unknown_frames, ws->unnamed_frames, ws->dropped_profile_cap,
+		 hashmap__size(&dw->stacks), bytes, path ? path : "-");
+}
+
+static void log_summary(struct agent *a)
+{
+	struct proctab_stats ps;
+	struct symbolizer_stats ss;
+	const struct totals *t = &a->totals;
+
+	proctab__stats(a->proctab, &ps);
+	symbolizer__stats(a->symbolizer, &ss);
+	pr_info("%" PRIu64 " windows: %" PRIu64 " samples, %" PRIu64 " profiled, %" PRIu64
+		" dropped, %" PRIu64 " process events lost; %" PRIu64 " processes tracked, "
+		"%" PRIu64 " symbol tables (%" PRIu64 " KiB); %" PRIu64 " KiB written",
+		t->windows, t->samples, t->recorded, t->dropped, t->events_lost, ps.images,
+		ss.tables_loaded - ss.tables_evicted, ss.cache_bytes >> 10,
+		t->bytes_written >> 10);
+}
+
+static bool image_known(void *ctx, uint32_t tgid, uint64_t start_time, uint32_t exec_id)
+{
+	return proctab__knows(ctx, tgid, start_time, exec_id);
+}
+
+static int do_window(struct agent *a)
+{
+	struct window_stats ws = { 0 };
+	struct drained_window dw;
+	struct profile *p = NULL;
+	struct profile_opts po = { 0 };
+	uint64_t t0 = now_mono_ns(), now_real = now_real_ns(), seq = a->seq, fired, recorded;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char path[4096] = "";
+	unsigned int idle;
+	int64_t unaccounted;
+	double rate;
+	int err, n;
+
+	drained_window__init(&dw);
+	err = sampler__flip(a->sampler, &idle);
+	if (err) {
+		pr_err("cannot flip the map generations: %s", strerror(-err));
+		return err;
+	}
+	po.period_ns = NSEC_PER_SEC / a->cfg->frequency_hz;
+	po.time_ns = a->window_start_real;
+	po.duration_ns = t0 - a->window_start_mono;
+	a->seq++;
+	a->window_start_real = now_real;
+	a->window_start_mono = t0;
+
+	/* Process events up to the flip first: their images are what the samples need. */
+	sampler__poll(a->sampler, 0);
+	fired = sampler__events_fired(a->sampler);
+	err = drain__read(a->sampler, idle, &dw);
+	if (err)
+		goto cleanup;
+
+	p = profile__new(&po);
+	if (!p) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = window_builder__add(a->builder, &dw, seq, p, &ws);
+	if (err) {
+		pr_err("window %" PRIu64 ": cannot build the profile: %s", seq, strerror(-err));
+		goto cleanup;
+	}
+	recorded = drained_window__total(&dw);
+	unaccounted = (int64_t)dw.stats[STAT_SAMPLES] - (int64_t)dw.stats[STAT_IDLE] -
+		      (int64_t)dw.stats[STAT_FILTERED] - (int64_t)recorded -
+		      (int64_t)drops_of(dw.stats);
+	rate = po.duration_ns && sampler__nr_cpus(a->sampler) ?
+		       (double)dw.stats[STAT_SAMPLES] * NSEC_PER_SEC / (double)po.duration_ns /
+			       sampler__nr_cpus(a->sampler) :
+		       0.0;
+	err = add_comments(p, a, &dw, &ws, seq, rate);
+	if (!err)
+		err = pprof_encode(p, GZIP_LEVEL, &buf, &len);
+	if (err) {
+		pr_err("window %" PRIu64 ": cannot encode the profile: %s", seq, strerror(-err));
+		goto cleanup;
+	}
+	err = file_sink__write(a->sink, po.time_ns, seq, buf, len, path, sizeof(path));
+	if (err) {
+		a->totals.write_errors++;
+		pr_warn_ratelimited(3, 60, "window %" PRIu64 ": cannot write the profile to %s: %s",
+				    seq, a->cfg->output_dir, strerror(-err));
+		path[0] = '\0';
+		err = 0;
+	} else {
+		a->totals.bytes_written += len;
+		err = file_sink__prune(a->sink);
+		if (err < 0)
+			pr_warn_ratelimited(3, 60, "%s: cannot apply the size and age caps: %s",
+					    a->cfg->output_dir, strerror(-err));
+		err = 0;
+	}
+
+	if (dw.stats[STAT_EVENTS_LOST])
+		pr_warn_ratelimited(5, 60, "window %" PRIu64 ": %" PRIu64 " process events lost "
+					   "(ring buffer full); the rescan recovers them",
+				    seq, dw.stats[STAT_EVENTS_LOST]);
+	if (drops_of(dw.stats))
+		pr_warn_ratelimited(5, 60, "window %" PRIu64 ": %" PRIu64 " samples dropped "
+					   "(stacks map full %" PRIu64 ", collisions %" PRIu64
+					   ", counts map full %" PRIu64 ")",
+				    seq, drops_of(dw.stats), dw.stats[STAT_DROP_STACKS_FULL],
+				    dw.stats[STAT_DROP_STACK_COLLISION],
+				    dw.stats[STAT_DROP_COUNTS_FULL]);
+	if (unaccounted)
+		pr_warn("window %" PRIu64 ": %" PRId64 " samples unaccounted for", seq,
+			unaccounted);
+	log_window(a, seq, &dw, &ws, po.duration_ns, fired, recorded, unaccounted, len,
+		   path[0] ? path : NULL);
+
+	if (a->cfg->top) {
+		printf("\nwindow %" PRIu64 ": %" PRIu64 " samples in %.1f s (%.1f Hz per CPU on %u "
+		       "CPUs): %" PRIu64 " profiled in %" PRIu64 " processes, %" PRIu64
+		       " idle, %" PRIu64 " dropped\n",
+		       seq, dw.stats[STAT_SAMPLES], (double)po.duration_ns / NSEC_PER_SEC, rate,
+		       sampler__nr_cpus(a->sampler), ws.samples, ws.processes,
+		       dw.stats[STAT_IDLE], drops_of(dw.stats));
+		if (path[0])
+			printf("  profile: %s (%zu bytes)\n", path, len);
+		if (top_print(stdout, p, a->cfg->top))
+			pr_warn("cannot rank functions: out of memory");
+		fflush(stdout);
+	}
+
+	a->totals.windows++;
+	a->totals.samples += dw.stats[STAT_SAMPLES];
+	a->totals.recorded += recorded;
+	a->totals.dropped += drops_of(dw.stats);
+	a->totals.events_lost += dw.stats[STAT_EVENTS_LOST];
+	a->totals.unaccounted += unaccounted > 0 ? (uint64_t)unaccounted : 0;
+
+	if (ws.kernel_unnamed && now_mono_ns() - a->kallsyms_loaded_ns > KALLSYMS_RELOAD_NS)
+		load_kallsyms(a);	/* modules loaded since */
+cleanup:
+	free(buf);
+	profile__free(p);
+	drained_window__fini(&dw);
+	proctab__release(a->proctab, seq);
+	proctab__rescan(a->proctab, a->seq);
+	if (a->totals.windows % SUMMARY_EVERY_WINDOWS == 0) {
+		n = drain__reconcile_procs(a->sampler, image_known, a->proctab);
+		if (n > 0)
+			pr_debug("%d processes will be announced again", n);
+		log_summary(a);
+	}
+	if (sampler__refresh_cpus(a->sampler) > 0)
+		pr_info("CPUs came online: now sampling %u CPUs", sampler__nr_cpus(a->sampler));
+	pr_debug("window %" PRIu64 " handled in %" PRIu64 " ms", seq,
+		 (now_mono_ns() - t0) / NSEC_PER_MSEC);
+	return err;
+}
+
+static int run(struct agent *a)
+{
+	struct agent_config *cfg = a->cfg;
+	uint64_t interval = (uint64_t)cfg->interval_sec * NSEC_PER_SEC;
+	uint64_t start = now_mono_ns(), next = start + interval;
+	uint64_t end = cfg->duration_sec ? start + (uint64_t)cfg->duration_sec * NSEC_PER_SEC : 0;
+	int err = 0;
+
+	a->window_start_mono = start;
+	a->window_start_real = now_real_ns();
+	while (!stop_requested) {
+		uint64_t now = now_mono_ns(), deadline = next;
+		int timeout;
+
+		if (end && end < deadline)
+			deadline = end;
+		if (now >= deadline) {
+			if (end && now >= end)
+				break;
+			err = do_window(a);
+			if (err)
+				return err;
+			next += interval;
+			if (next <= now_mono_ns())	/* the window ran late: skip ahead */
+				next = now_mono_ns() + interval;
+			continue;
+		}
+		timeout = (int)((deadline - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+		err = sampler__poll(a->sampler, timeout);
+		if (err < 0 && err != -EINTR) {
+			pr_err("cannot read process events: %s", strerror(-err));
+			return err;
+		}
+		err = 0;
+	}
+	if (stop_requested)
+		pr_info("%s: writing the last window", strsignal(stop_requested));
+	return do_window(a);
+}
+
+int main(int argc, char **argv)
+{
+	struct agent_config cfg;
+	struct agent a = { .cfg = &cfg };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct symbolizer_opts so = { .sz = sizeof(so) };
+	struct proctab_opts po = { 0 };
+	struct sampler_opts sopts = { 0 };
+	struct window_builder_opts wo = { 0 };
+	struct file_sink_opts fo = { 0 };
+	int err, ret = 1;
+
+	config_init(&cfg);
+	if (config_parse_args(&cfg, argc, argv, stderr)) {
+		fputc('\n', stderr);
+		config_usage(stderr);
+		config_fini(&cfg);
+		return 2;
+	}
+	if (cfg.show_help) {
+		config_usage(stdout);
+		config_fini(&cfg);
+		return 0;
+	}
+	if (cfg.show_version) {
+		printf("ignis %s\n", IGNIS_VERSION);
+		config_fini(&cfg);
+		return 0;
+	}
+	log_max_level = cfg.log_level;
+	if (!cfg.output_dir) {
+		cfg.output_dir = strdup(DEFAULT_OUTPUT_DIR);
+		if (!cfg.output_dir)
+			goto cleanup;
+		pr_info("no sink configured: writing profiles to %s", cfg.output_dir);
+	}
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
+	if (gethostname(a.hostname, sizeof(a.hostname) - 1))
+		snprintf(a.hostname, sizeof(a.hostname), "localhost");
+
+	so.cache_max_bytes = cfg.symbol_cache_bytes;
+	so.print = symbolizer_print;
+	a.symbolizer = symbolizer__new(&so);
+	if (!a.symbolizer) {
+		pr_err("cannot create the symbolizer: %s", strerror(errno));
+		goto cleanup;
+	}
+	if (cfg.kernel_stacks)
+		load_kallsyms(&a);
+	if (sysfs_kernel_build_id(a.kernel_build_id, sizeof(a.kernel_build_id)))
+		a.kernel_build_id[0] = '\0';
+	a.vdso = open_vdso(a.symbolizer);
+
+	po.proc_root = "/proc";
+	po.symbolizer = a.symbolizer;
+	po.vdso = a.vdso;
+	po.min_recapture_ns = RECAPTURE_GAP_NS;
+	a.proctab = proctab__new(&po);
+	wo.proctab = a.proctab;
+	wo.symbolizer = a.symbolizer;
+	wo.kernel_symbols = a.kernel_symbols;
+	wo.kernel_build_id = a.kernel_build_id[0] ? a.kernel_build_id : NULL;
+	a.builder = window_builder__new(&wo);
+	if (!a.proctab || !a.builder) {
+		pr_err("out of memory");
+		goto cleanup;
+	}
+
+	fo.dir = cfg.output_dir;
+	fo.hostname = a.hostname;
+	fo.max_bytes = cfg.output_max_bytes;
+	fo.max_age_sec = cfg.output_max_age_sec;
+	a.sink = file_sink__new(&fo);
+	if (!a.sink) {
+		pr_err("cannot use %s for profiles: %s; pick another with --output-dir",
+		       cfg.output_dir, strerror(errno));
+		goto cleanup;
+	}
+
+	sopts.frequency_hz = cfg.frequency_hz;
+	sopts.event = cfg.event;
+	sopts.user_stacks = true;
+	sopts.kernel_stacks = cfg.kernel_stacks;
+	sopts.skip_walk = cfg.skip_walk;
+	sopts.pids = cfg.pids;
+	sopts.nr_pids = cfg.nr_pids;
+	sopts.max_stacks = cfg.max_stacks;
+	sopts.window_sec = cfg.interval_sec;
+	sopts.mmap_event_gap_ns = MMAP_EVENT_GAP_NS;
+	sopts.on_event = on_proc_event;
+	sopts.ctx = &a;
+	a.sampler = sampler__new(&sopts);
+	if (!a.sampler)
+		goto cleanup;
+	err = sampler__attach(a.sampler);
+	if (err)
+		goto cleanup;
+	pr_info("profiling %u CPUs at %u Hz%s; a profile every %u s into %s",
+		sampler__nr_cpus(a.sampler), cfg.frequency_hz,
+		cfg.nr_pids ? " (selected processes)" : "", cfg.interval_sec, cfg.output_dir);
+	pr_debug("BPF maps pin %" PRIu64 " KiB of kernel memory",
+		 sampler__map_bytes(a.sampler) >> 10);
+
+	err = run(&a);
+	ret = err ? 1 : 0;
+	log_summary(&a);
+cleanup:
+	sampler__free(a.sampler);
+	file_sink__free(a.sink);
+	window_builder__free(a.builder);
+	proctab__free(a.proctab);
+	sym_object__put(a.vdso);
+	symbolizer__free(a.symbolizer);
+	config_fini(&cfg);
+	return ret;
+}

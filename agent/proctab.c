@@ -1,0 +1,493 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#include "../bpf/profiler.h"
+#include "../symbolizer/symbolizer.h"
+#include "log.h"
+#include "procfs.h"
+#include "proctab.h"
+
+/* Caps on what one process can make us hold. */
+#define MAX_MAPS_BYTES (64UL << 20)
+#define MAX_EXEC_MAPPINGS 16384
+
+struct proctab {
+	struct proctab_opts opts;
+	struct hashmap images;		/* &img->id -> img */
+	struct hashmap by_tgid;		/* &img->id.tgid -> the newest image of that tgid */
+	struct proctab_stats stats;
+};
+
+static uint64_t hash_id(const void *key)
+{
+	return hash_bytes(key, sizeof(struct proc_id), 0);
+}
+
+static bool equal_id(const void *a, const void *b)
+{
+	return !memcmp(a, b, sizeof(struct proc_id));
+}
+
+static uint64_t hash_tgid(const void *key)
+{
+	return hash_u64(*(const uint32_t *)key);
+}
+
+static bool equal_tgid(const void *a, const void *b)
+{
+	return *(const uint32_t *)a == *(const uint32_t *)b;
+}
+
+struct proctab *proctab__new(const struct proctab_opts *opts)
+{
+	struct proctab *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->opts = *opts;
+	if (!pt->opts.proc_root)
+		pt->opts.proc_root = "/proc";
+	hashmap__init(&pt->images, hash_id, equal_id);
+	hashmap__init(&pt->by_tgid, hash_tgid, equal_tgid);
+	return pt;
+}
+
+static void mapping_fini(struct proc_mapping *m)
+{
+	sym_object__put(m->object);
+	free(m->name);
+	memset(m, 0, sizeof(*m));
+}
+
+static void image_free(struct proc_image *img)
+{
+	size_t i;
+
+	for (i = 0; i < img->nr_maps; i++)
+		mapping_fini(&img->maps[i]);
+	free(img->maps);
+	free(img);
+}
+
+static void image_remove(struct proctab *pt, struct proc_image *img)
+{
+	if (hashmap__find(&pt->by_tgid, &img->id.tgid) == img)
+		hashmap__delete(&pt->by_tgid, &img->id.tgid);
+	hashmap__delete(&pt->images, &img->id);
+	pt->stats.images--;
+	image_free(img);
+}
+
+void proctab__free(struct proctab *pt)
+{
+	struct hashmap_entry *e;
+
+	if (!pt)
+		return;
+	hashmap__for_each(&pt->images, e)
+		image_free(e->value);
+	hashmap__fini(&pt->images);
+	hashmap__fini(&pt->by_tgid);
+	free(pt);
+}
+
+static int cmp_mapping(const void *a, const void *b)
+{
+	const struct proc_mapping *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+/* Open the object behind a file mapping: through map_files (exact, survives deletion),
+ * else by path inside the process's root, accepted only if it is the mapped inode. */
+static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_fd,
+				      const struct procmaps_entry *e)
+{
+	dev_t dev = makedev(e->dev_major, e->dev_minor);
+	struct sym_object *obj;
+	struct stat st;
+	int fd, err;
+
+	obj = symbolizer__find(pt->opts.symbolizer, dev, e->inode);
+	if (obj)
+		return obj;
+
+	fd = procfs_open_map_file(pid_fd, e->start, e->end);
+	if (fd < 0 && !e->deleted) {
+		if (*root_fd < 0)
+			*root_fd = openat(pid_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		fd = *root_fd >= 0 ? procfs_open_in_root(*root_fd, e->path) : -errno;
+		if (fd >= 0 && (fstat(fd, &st) || st.st_dev != dev || st.st_ino != e->inode)) {
+			/* Replaced on disk since it was mapped: not the file the process runs. */
+			close(fd);
+			fd = -ESTALE;
+		}
+	}
+	if (fd < 0) {
+		pt->stats.file_errors++;
+		pr_debug("%s: cannot open mapped file: %s", e->path, strerror(-fd));
+		return NULL;
+	}
+	obj = symbolizer__open_fd(pt->opts.symbolizer, fd, e->path, dev, e->inode);
+	err = obj ? 0 : -errno;
+	close(fd);
+	if (err) {
+		pt->stats.file_errors++;
+		pr_debug("%s: not symbolizable: %s", e->path, strerror(-err));
+		return NULL;
+	}
+	pt->stats.files_opened++;
+	return obj;
+}
+
+/* Does an existing mapping describe the same thing as a maps entry? */
+static bool same_mapping(const struct proc_mapping *m, const struct procmaps_entry *e,
+			 enum mapping_kind kind)
+{
+	return m->start == e->start && m->end == e->end && m->offset == e->offset &&
+	       m->kind == kind && m->stale_window == UINT64_MAX && !strcmp(m->name, e->path);
+}
+
+static enum mapping_kind kind_of(const struct procmaps_entry *e)
+{
+	if (e->path[0] == '/')
+		return MAPPING_FILE;
+	if (!strcmp(e->path, "[vdso]"))
+		return MAPPING_VDSO;
+	return MAPPING_ANON;
+}
+
+static bool overlaps(const struct proc_mapping *m, const struct proc_mapping *maps, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (m->start < maps[i].end && maps[i].start < m->end)
+			return true;
+	return false;
+}
+
+/*
+ * Read the maps of the process into a new mapping list for img, reusing the objects of
+ * mappings that did not change. Mappings that disappeared stay, marked stale in `window`,
+ * unless a new mapping overlaps them.
+ */
+static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inode,
+		   uint64_t window)
+{
+	struct proc_mapping *maps = NULL, *old;
+	size_t nr = 0, cap = 0, i, j;
+	int pid_fd, root_fd = -1, err;
+	char *text = NULL, *line, *next;
+	uint64_t ticks;
+	long len;
+
+	pid_fd = procfs_open_pid(pt->opts.proc_root, img->id.tgid);
+	if (pid_fd < 0)
+		return pid_fd;
+	err = procfs_start_ticks(pid_fd, &ticks);
+	if (!err && ticks != procfs_ns_to_ticks(img->id.start_time))
+		err = -ESRCH;	/* the PID belongs to another process now */
+	if (err)
+		goto cleanup;
+	len = procfs_read_file(pid_fd, "maps", MAX_MAPS_BYTES, &text);
+	if (len < 0) {
+		err = (int)len;
+		goto cleanup;
+	}
+	/* After reading the maps: an execve() since the event makes them another image's. */
+	if (exe_inode && procfs_exe_inode(pid_fd) != exe_inode) {
+		err = -ESRCH;
+		goto cleanup;
+	}
+	procfs_comm(pid_fd, img->comm, sizeof(img->comm));
+
+	for (line = text; line && *line; line = next) {
+		struct procmaps_entry e;
+		struct proc_mapping *m;
+		enum mapping_kind kind;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (procmaps_parse_line(line, &e)) {
+			pr_debug("pid %u: malformed maps line skipped", img->id.tgid);
+			continue;
+		}
+		if (!e.exec || !strcmp(e.path, "[vsyscall]"))
+			continue;
+		if (nr >= MAX_EXEC_MAPPINGS) {
+			pr_warn_ratelimited(5, 1000, "pid %u: over %d executable mappings, rest "
+						     "ignored", img->id.tgid, MAX_EXEC_MAPPINGS);
+			break;
+		}
+		err = grow_array((void **)&maps, &cap, nr + 1, sizeof(*maps));
+		if (err)
+			goto cleanup;
+		kind = kind_of(&e);
+		m = &maps[nr];
+		memset(m, 0, sizeof(*m));
+		m->start = e.start;
+		m->end = e.end;
+		m->offset = e.offset;
+		m->kind = kind;
+		m->stale_window = UINT64_MAX;
+		m->name = strdup(kind == MAPPING_ANON && !e.path[0] ? "[anon]" : e.path);
+		if (!m->name) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		nr++;
+		/* Reuse the object of an unchanged mapping. */
+		for (j = 0; j < img->nr_maps; j++) {
+			if (same_mapping(&img->maps[j], &e, kind)) {
+				m->object = sym_object__get(img->maps[j].object);
+				break;
+			}
+		}
+		if (j < img->nr_maps)
+			continue;
+		if (kind == MAPPING_FILE)
+			m->object = open_object(pt, pid_fd, &root_fd, &e);
+		else if (kind == MAPPING_VDSO)
+			m->object = sym_object__get(pt->opts.vdso);
+	}
+
+	/* Keep what disappeared until this window is drained, unless something replaced it. */
+	old = img->maps;
+	for (i = 0; i < img->nr_maps; i++) {
+		struct proc_mapping *m = &old[i];
+
+		if (!overlaps(m, maps, nr)) {
+			err = grow_array((void **)&maps, &cap, nr + 1, sizeof(*maps));
+			if (err)
+				goto cleanup;
+			if (m->stale_window == UINT64_MAX)
+				m->stale_window = window;
+			maps[nr++] = *m;	/* moves the object reference */
+			memset(m, 0, sizeof(*m));
+		} else {
+			mapping_fini(m);
+		}
+	}
+	free(old);
+	qsort(maps, nr, sizeof(*maps), cmp_mapping);
+	img->maps = maps;
+	img->nr_maps = nr;
+	img->cap_maps = cap;
+	maps = NULL;
+	nr = 0;
+	img->incomplete = false;
+	for (i = 0; i < img->nr_maps; i++)
+		if (img->maps[i].kind != MAPPING_ANON && !img->maps[i].object)
+			img->incomplete = true;
+	img->captured_ns = now_mono_ns();
+	pt->stats.captures++;
+
+cleanup:
+	for (i = 0; i < nr; i++)
+		mapping_fini(&maps[i]);
+	free(maps);
+	free(text);
+	if (root_fd >= 0)
+		close(root_fd);
+	close(pid_fd);
+	if (err)
+		pt->stats.capture_errors++;
+	return err;
+}
+
+/* Mark every older image of this tgid as gone in `window`. */
+static void retire_tgid(struct proctab *pt, uint32_t tgid, const struct proc_id *keep,
+			uint64_t window)
+{
+	struct proc_image *img = hashmap__find(&pt->by_tgid, &tgid);
+
+	if (!img || (keep && equal_id(&img->id, keep)))
+		return;
+	if (img->exited_window == UINT64_MAX)
+		img->exited_window = window;
+	hashmap__delete(&pt->by_tgid, &tgid);
+}
+
+static int new_image(struct proctab *pt, const struct ignis_proc_event *ev, uint64_t window)
+{
+	struct proc_id id = { .tgid = ev->tgid, .exec_id = ev->exec_id,
+			      .start_time = ev->start_time };
+	struct proc_image *img = hashmap__find(&pt->images, &id);
+	int err;
+
+	if (img) {
+		/* Announced again (BPF's table forgot it, or the mappings changed). */
+		if (img->exited_window == UINT64_MAX)
+			return capture(pt, img, ev->exe_inode, window);
+		return 0;
+	}
+	img = calloc(1, sizeof(*img));
+	if (!img)
+		return -ENOMEM;
+	img->id = id;
+	img->exited_window = UINT64_MAX;
+	memcpy(img->comm, ev->comm, sizeof(img->comm));
+	img->comm[sizeof(img->comm) - 1] = '\0';
+	err = capture(pt, img, ev->exe_inode, window);
+	if (err) {
+		pr_debug("pid %u (%s): cannot capture mappings: %s", id.tgid, img->comm,
+			 strerror(-err));
+		image_free(img);
+		return err;
+	}
+	err = hashmap__insert(&pt->images, &img->id, img);
+	if (err) {
+		image_free(img);
+		return err;
+	}
+	retire_tgid(pt, id.tgid, &id, window);
+	err = hashmap__insert(&pt->by_tgid, &img->id.tgid, img);
+	if (err) {
+		/* Still findable by id; only exit handling by tgid misses it (rescan covers). */
+		pr_debug("pid %u: cannot index by tgid: %s", id.tgid, strerror(-err));
+	}
+	pt->stats.images++;
+	return 0;
+}
+
+int proctab__handle_event(struct proctab *pt, const struct ignis_proc_event *ev, uint64_t window)
+{
+	struct proc_image *img;
+
+	switch (ev->type) {
+	case PROC_EVENT_NEW:
+	case PROC_EVENT_MMAP:
+		return new_image(pt, ev, window);
+	case PROC_EVENT_EXEC:
+		/* The next sample announces the new image; the old one lives out the window. */
+		retire_tgid(pt, ev->tgid, NULL, window);
+		return 0;
+	case PROC_EVENT_EXIT:
+		img = hashmap__find(&pt->by_tgid, &ev->tgid);
+		if (img && img->id.start_time == ev->start_time)
+			retire_tgid(pt, ev->tgid, NULL, window);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+struct proc_image *proctab__find(struct proctab *pt, const struct proc_id *id)
+{
+	return hashmap__find(&pt->images, id);
+}
+
+bool proctab__knows(struct proctab *pt, uint32_t tgid, uint64_t start_time, uint32_t exec_id)
+{
+	struct proc_id id = { .tgid = tgid, .exec_id = exec_id, .start_time = start_time };
+
+	return proctab__find(pt, &id) != NULL;
+}
+
+static const struct proc_mapping *lookup_mapping(const struct proc_image *img, uint64_t addr)
+{
+	size_t lo = 0, hi = img->nr_maps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct proc_mapping *m = &img->maps[mid];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+const struct proc_mapping *proctab__mapping(struct proctab *pt, struct proc_image *img,
+					    uint64_t addr, uint64_t window, bool recapture)
+{
+	const struct proc_mapping *m = lookup_mapping(img, addr);
+
+	if (m || !recapture || img->exited_window != UINT64_MAX ||
+	    now_mono_ns() - img->captured_ns < pt->opts.min_recapture_ns)
+		return m;
+	/* A library loaded since the last capture (dlopen): look again, once for a while. */
+	if (capture(pt, img, 0, window))
+		return NULL;
+	return lookup_mapping(img, addr);
+}
+
+void proctab__release(struct proctab *pt, uint64_t drained)
+{
+	struct proc_image **gone = NULL;
+	struct hashmap_entry *e;
+	size_t nr = 0, cap = 0, i, j;
+
+	hashmap__for_each(&pt->images, e) {
+		struct proc_image *img = e->value;
+
+		if (img->exited_window <= drained) {
+			if (!grow_array((void **)&gone, &cap, nr + 1, sizeof(*gone)))
+				gone[nr++] = img;
+			continue;
+		}
+		for (i = 0, j = 0; i < img->nr_maps; i++) {
+			if (img->maps[i].stale_window <= drained)
+				mapping_fini(&img->maps[i]);
+			else
+				img->maps[j++] = img->maps[i];
+		}
+		img->nr_maps = j;
+	}
+	for (i = 0; i < nr; i++)
+		image_remove(pt, gone[i]);
+	free(gone);
+}
+
+int proctab__rescan(struct proctab *pt, uint64_t window)
+{
+	struct hashmap_entry *e;
+	int found = 0;
+
+	hashmap__for_each(&pt->images, e) {
+		struct proc_image *img = e->value;
+		uint64_t ticks;
+		int fd, err;
+
+		if (img->exited_window != UINT64_MAX)
+			continue;
+		fd = procfs_open_pid(pt->opts.proc_root, img->id.tgid);
+		if (fd >= 0) {
+			err = procfs_start_ticks(fd, &ticks);
+			close(fd);
+			if (!err && ticks == procfs_ns_to_ticks(img->id.start_time))
+				continue;
+			if (err && err != -ESRCH)
+				continue;	/* unreadable is not gone */
+		} else if (fd != -ESRCH) {
+			continue;
+		}
+		img->exited_window = window;
+		pt->stats.exits_missed++;
+		found++;
+	}
+	/* by_tgid may still point at images found gone; harmless, they are released by id. */
+	return found;
+}
+
+void proctab__stats(const struct proctab *pt, struct proctab_stats *stats)
+{
+	*stats = pt->stats;
+}

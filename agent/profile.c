@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The profile builder. Keys of the dedup indexes live in an arena of fixed blocks, so that
+ * they never move while the tables (plain arrays, read by the encoder) grow; the whole
+ * arena goes at once with the profile.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile.h"
+
+#define DEFAULT_MAX_STRINGS (1U << 20)
+#define DEFAULT_MAX_LOCATIONS (1U << 20)
+#define DEFAULT_MAX_SAMPLES (1U << 20)
+#define ARENA_BLOCK (64U << 10)
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used;
+	size_t size;
+	char data[];
+};
+
+/* The arena hangs off the profile through this wrapper, invisible to readers of profile.h. */
+struct profile_impl {
+	struct profile pub;
+	struct arena_block *arena;
+};
+
+struct function_key {
+	int64_t name, system_name, filename, start_line;
+};
+
+struct location_key {
+	uint64_t mapping_id, address, tag;
+};
+
+struct blob_key {
+	size_t len;
+	unsigned char data[];
+};
+
+static void *arena_alloc(struct profile *p, size_t size)
+{
+	struct profile_impl *impl = (struct profile_impl *)p;
+	struct arena_block *b = impl->arena;
+	void *ptr;
+
+	size = (size + 7) & ~(size_t)7;
+	if (!b || b->size - b->used < size) {
+		size_t block = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+
+		b = malloc(sizeof(*b) + block);
+		if (!b)
+			return NULL;
+		b->next = impl->arena;
+		b->used = 0;
+		b->size = block;
+		impl->arena = b;
+	}
+	ptr = b->data + b->used;
+	b->used += size;
+	return ptr;
+}
+
+static uint64_t hash_string_key(const void *k)
+{
+	return hash_str(k);
+}
+
+static bool equal_string_key(const void *a, const void *b)
+{
+	return !strcmp(a, b);
+}
+
+static uint64_t hash_blob_key(const void *k)
+{
+	const struct blob_key *b = k;
+
+	return hash_bytes(b->data, b->len, 0);
+}
+
+static bool equal_blob_key(const void *a, const void *b)
+{
+	const struct blob_key *x = a, *y = b;
+
+	return x->len == y->len && !memcmp(x->data, y->data, x->len);
+}
+
+static uint64_t hash_function_key(const void *k)
+{
+	return hash_bytes(k, sizeof(struct function_key), 1);
+}
+
+static bool equal_function_key(const void *a, const void *b)
+{
+	return !memcmp(a, b, sizeof(struct function_key));
+}
+
+static uint64_t hash_location_key(const void *k)
+{
+	return hash_bytes(k, sizeof(struct location_key), 2);
+}
+
+static bool equal_location_key(const void *a, const void *b)
+{
+	return !memcmp(a, b, sizeof(struct location_key));
+}
+
+static uint64_t hash_sample_key(const void *k)
+{
+	return ((const struct profile_sample *)k)->hash;
+}
+
+static bool equal_sample_key(const void *a, const void *b)
+{
+	const struct profile_sample *x = a, *y = b;
+
+	return x->hash == y->hash && x->nr_locations == y->nr_locations &&
+	       x->nr_labels == y->nr_labels &&
+	       (!x->nr_locations ||
+		!memcmp(x->locations, y->locations, x->nr_locations * sizeof(x->locations[0]))) &&
+	       (!x->nr_labels || !memcmp(x->labels, y->labels, x->nr_labels * sizeof(x->labels[0])));
+}
+
+struct profile *profile__new(const struct profile_opts *opts)
+{
+	struct profile_impl *impl = calloc(1, sizeof(*impl));
+	struct profile *p;
+
+	if (!impl)
+		return NULL;
+	p = &impl->pub;
+	p->opts = *opts;
+	if (!p->opts.max_strings)
+		p->opts.max_strings = DEFAULT_MAX_STRINGS;
+	if (!p->opts.max_locations)
+		p->opts.max_locations = DEFAULT_MAX_LOCATIONS;
+	if (!p->opts.max_samples)
+		p->opts.max_samples = DEFAULT_MAX_SAMPLES;
+	hashmap__init(&p->string_index, hash_string_key, equal_string_key);
+	hashmap__init(&p->mapping_index, hash_blob_key, equal_blob_key);
+	hashmap__init(&p->function_index, hash_function_key, equal_function_key);
+	hashmap__init(&p->location_index, hash_location_key, equal_location_key);
+	hashmap__init(&p->sample_index, hash_sample_key, equal_sample_key);
+	if (profile__string(p, "") != 0 || (p->str_samples = profile__string(p, "samples")) < 0 ||
+	    (p->str_count = profile__string(p, "count")) < 0 ||
+	    (p->str_cpu = profile__string(p, "cpu")) < 0 ||
+	    (p->str_nanoseconds = profile__string(p, "nanoseconds")) < 0) {
+		profile__free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
+void profile__free(struct profile *p)
+{
+	struct profile_impl *impl = (struct profile_impl *)p;
+	struct arena_block *b, *next;
+
+	if (!p)
+		return;
+	hashmap__fini(&p->string_index);
+	hashmap__fini(&p->mapping_index);
+	hashmap__fini(&p->function_index);
+	hashmap__fini(&p->location_index);
+	hashmap__fini(&p->sample_index);
+	free(p->strings);
+	free(p->mappings);
+	free(p->functions);
+	free(p->locations);
+	free(p->lines);
+	free(p->samples);
+	free(p->comments);
+	for (b = impl->arena; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(impl);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid (RFC 3629). */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t n, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates, beyond U+10FFFF. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+char *utf8_sanitize(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t len = strlen(s), i, o = 0, n;
+	char *out;
+
+	/* Each invalid byte becomes 3 bytes at most. */
+	if (len > (SIZE_MAX - 1) / 3)
+		return NULL;
+	out = malloc(len * 3 + 1);
+	if (!out)
+		return NULL;
+	for (i = 0; i < len; i += n) {
+		n = utf8_seq(u + i);
+		if (n) {
+			memcpy(out + o, s + i, n);
+			o += n;
+		} else {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			n = 1;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static bool is_utf8(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n;
+
+	while (*u) {
+		n = utf8_seq(u);
+		if (!n)
+			return false;
+		u += n;
+	}
+	return true;
+}
+
+int64_t profile__string(struct profile *p, const char *s)
+{
+	char *fixed = NULL, *copy;
+	uintptr_t found;
+	size_t len;
+	int err;
+
+	if (!s)
+		s = "";
+	if (!is_utf8(s)) {
+		fixed = utf8_sanitize(s);
+		if (!fixed)
+			return -ENOMEM;
+		s = fixed;
+	}
+	found = (uintptr_t)hashmap__find(&p->string_index, s);
+	if (found) {
+		free(fixed);
+		return (int64_t)found - 1;
+	}
+	if (p->nr_strings >= p->opts.max_strings) {
+		free(fixed);
+		return -E2BIG;
+	}
+	err = grow_array((void **)&p->strings, &p->cap_strings, p->nr_strings + 1,
+			 sizeof(*p->strings));
+	len = strlen(s);
+	copy = err ? NULL : arena_alloc(p, len + 1);
+	if (!copy) {
+		free(fixed);
+		return -ENOMEM;
+	}
+	memcpy(copy, s, len + 1);
+	free(fixed);
+	err = hashmap__insert(&p->string_index, copy, (void *)(uintptr_t)(p->nr_strings + 1));
+	if (err)
+		return err;
+	p->strings[p->nr_strings] = copy;
+	return (int64_t)p->nr_strings++;
+}
+
+int64_t profile__mapping(struct profile *p, const void *key, size_t key_len,
+			 const struct profile_mapping *m)
+{
+	union {
+		struct blob_key k;
+		unsigned char bytes[sizeof(struct blob_key) + 256];
+	} probe;
+	struct blob_key *k;
+	uintptr_t found;
+	int err;
+
+	if (key_len > sizeof(probe.bytes) - sizeof(struct blob_key))
+		return -E2BIG;
+	probe.k.len = key_len;
+	memcpy(probe.k.data, key, key_len);
+	found = (uintptr_t)hashmap__find(&p->mapping_index, &probe.k);
+	if (found)
+		return (int64_t)found;
+	err = grow_array((void **)&p->mappings, &p->cap_mappings, p->nr_mappings + 1,
+			 sizeof(*p->mappings));
+	k = err ? NULL : arena_alloc(p, sizeof(*k) + key_len);
+	if (!k)
+		return -ENOMEM;
+	memcpy(k, &probe.k, sizeof(*k) + key_len);
+	err = hashmap__insert(&p->mapping_index, k, (void *)(uintptr_t)(p->nr_mappings + 1));
+	if (err)
+		return err;
+	p->mappings[p->nr_mappings] = *m;
+	p->mappings[p->nr_mappings].id = p->nr_mappings + 1;
+	p->mappings[p->nr_mappings].nr_unnamed = 0;
+	p->mappings[p->nr_mappings].key = k->data;
+	p->mappings[p->nr_mappings].key_len = key_len;
+	return (int64_t)++p->nr_mappings;
+}
+
+int64_t profile__function(struct profile *p, const char *name, const char *system_name,
+			  const char *filename, int64_t start_line)
+{
+	struct function_key key, *k;
+	uintptr_t found;
+	int64_t idx;
+	int err;
+
+	memset(&key, 0, sizeof(key));
+	if ((idx = profile__string(p, name)) < 0)
+		return idx;
+	key.name = idx;
+	if ((idx = profile__string(p, system_name ? system_name : name)) < 0)
+		return idx;
+	key.system_name = idx;
+	if ((idx = profile__string(p, filename)) < 0)
+		return idx;
+	key.filename = idx;
+	key.start_line = start_line;
+
+	found = (uintptr_t)hashmap__find(&p->function_index, &key);
+	if (found)
+		return (int64_t)found;
+	if (p->nr_functions >= p->opts.max_locations)
+		return -E2BIG;
+	err = grow_array((void **)&p->functions, &p->cap_functions, p->nr_functions + 1,
+			 sizeof(*p->functions));
+	k = err ? NULL : arena_alloc(p, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = key;
+	err = hashmap__insert(&p->function_index, k, (void *)(uintptr_t)(p->nr_functions + 1));
+	if (err)
+		return err;
+	p->functions[p->nr_functions] = (struct profile_function){
+		.id = p->nr_functions + 1,
+		.name = key.name,
+		.system_name = key.system_name,
+		.filename = key.filename,
+		.start_line = start_line,
+	};
+	return (int64_t)++p->nr_functions;
+}
+
+uint64_t profile__find_location(const struct profile *p, uint64_t mapping_id, uint64_t address,
+				uint64_t tag)
+{
+	struct location_key key = { mapping_id, address, tag };
+
+	return (uintptr_t)hashmap__find(&p->location_index, &key);
+}
+
+int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t address,
+			      uint64_t tag, const struct profile_line *lines, uint32_t nr_lines)
+{
+	struct location_key *k;
+	struct profile_location *loc;
+	uint64_t found;
+	int err;
+
+	found = profile__find_location(p, mapping_id, address, tag);
+	if (found)
+		return (int64_t)found;
+	if (p->nr_locations >= p->opts.max_locations)
+		return -E2BIG;
+	if (mapping_id > p->nr_mappings)
+		return -EINVAL;
+	err = grow_array((void **)&p->locations, &p->cap_locations, p->nr_locations + 1,
+			 sizeof(*p->locations));
+	if (!err)
+		err = grow_array((void **)&p->lines, &p->cap_lines, p->nr_lines + nr_lines,
+				 sizeof(*p->lines));
+	k = err ? NULL : arena_alloc(p, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->mapping_id = mapping_id;
+	k->address = address;
+	k->tag = tag;
+	err = hashmap__insert(&p->location_index, k, (void *)(uintptr_t)(p->nr_locations + 1));
+	if (err)
+		return err;
+	loc = &p->locations[p->nr_locations];
+	loc->id = p->nr_locations + 1;
+	loc->mapping_id = mapping_id;
+	loc->address = address;
+	loc->tag = tag;
+	loc->nr_lines = nr_lines;
+	loc->first_line = (uint32_t)p->nr_lines;
+	if (nr_lines)
+		memcpy(p->lines + p->nr_lines, lines, nr_lines * sizeof(*lines));
+	p->nr_lines += nr_lines;
+	if (!nr_lines && mapping_id)
+		p->mappings[mapping_id - 1].nr_unnamed++;
+	return (int64_t)++p->nr_locations;
+}
+
+int profile__add_sample(struct profile *p, const uint64_t *locations, uint32_t nr_locations,
+			const struct profile_label *labels, uint32_t nr_labels, uint64_t count)
+{
+	struct profile_sample probe = {
+		.nr_locations = nr_locations,
+		.nr_labels = nr_labels,
+		.locations = (uint64_t *)locations,
+		.labels = (struct profile_label *)labels,
+	}, *s, *k;
+	uintptr_t found;
+	int err;
+
+	probe.hash = hash_bytes(locations, nr_locations * sizeof(*locations), nr_labels) ^
+		     hash_bytes(labels, nr_labels * sizeof(*labels), 3);
+	found = (uintptr_t)hashmap__find(&p->sample_index, &probe);
+	if (found) {
+		s = &p->samples[found - 1];
+	} else {
+		if (p->nr_samples >= p->opts.max_samples)
+			return -E2BIG;
+		err = grow_array((void **)&p->samples, &p->cap_samples, p->nr_samples + 1,
+				 sizeof(*p->samples));
+		if (err)
+			return err;
+		k = arena_alloc(p, sizeof(*k));
+		probe.locations = arena_alloc(p, nr_locations * sizeof(*locations) + 1);
+		probe.labels = arena_alloc(p, nr_labels * sizeof(*labels) + 1);
+		if (!k || !probe.locations || !probe.labels)
+			return -ENOMEM;
+		if (nr_locations)
+			memcpy(probe.locations, locations, nr_locations * sizeof(*locations));
+		if (nr_labels)
+			memcpy(probe.labels, labels, nr_labels * sizeof(*labels));
+		*k = probe;
+		err = hashmap__insert(&p->sample_index, k, (void *)(uintptr_t)(p->nr_samples + 1));
+		if (err)
+			return err;
+		s = &p->samples[p->nr_samples++];
+		*s = probe;
+	}
+	s->values[0] += (int64_t)count;
+	s->values[1] += (int64_t)(count * p->opts.period_ns);
+	p->total_count += count;
+	return 0;
+}
+
+int profile__comment(struct profile *p, const char *text)
+{
+	int64_t idx = profile__string(p, text);
+	int err;
+
+	if (idx < 0)
+		return (int)idx;
+	err = grow_array((void **)&p->comments, &p->cap_comments, p->nr_comments + 1,
+			 sizeof(*p->comments));
+	if (err)
+		return err;
+	p->comments[p->nr_comments++] = idx;
+	return 0;
+}

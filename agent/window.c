@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../symbolizer/symbolizer.h"
+#include "drain.h"
+#include "log.h"
+#include "profile.h"
+#include "proctab.h"
+#include "window.h"
+
+/* Location tags: placeholders share mapping 0 and must not merge with each other. */
+enum {
+	TAG_NONE = 0,
+	TAG_TRUNCATED = 1,
+	TAG_UNKNOWN = 2,
+};
+
+#define MAX_INLINE_FRAMES 16
+#define MAX_FRAMES (2 * IGNIS_MAX_STACK_DEPTH + 2)
+#define KERNEL_MAPPING "[kernel.kallsyms]"
+
+/*
+ * Functions that start a thread of execution: a user stack whose outermost frame is one of
+ * them is complete. Another named function there means the frame-pointer chain broke.
+ */
+static const char *const root_functions[] = {
+	"_start",
+	"__libc_start_main",
+	"__libc_start_main_impl",
+	"__libc_start_call_main",
+	"start_thread",
+	"thread_start",
+	"clone",
+	"clone3",
+	"__clone",
+	"__clone3",
+	"__clone_internal",
+	"_dl_start_user",
+	"runtime.goexit",
+	"runtime.goexit.abi0",
+	"runtime.rt0_go",
+	"runtime.rt0_go.abi0",
+	"runtime.mstart",
+	"runtime.mstart.abi0",
+};
+
+struct window_builder {
+	struct window_builder_opts opts;
+};
+
+/* A stack converted to location ids, cached per window: (image, stack id) -> locations. */
+struct stack_conv {
+	const void *image;		/* NULL for kernel stacks */
+	uint64_t stack_id;
+	uint32_t nr;
+	uint32_t flags;			/* CONV_* */
+	uint64_t locs[];
+};
+
+enum {
+	CONV_TRUNCATED = 1,		/* ends in [truncated] */
+};
+
+struct build_ctx {
+	struct window_builder *wb;
+	struct profile *p;
+	struct window_stats *stats;
+	uint64_t seq;
+	struct hashmap convs;		/* struct stack_conv (by image, stack id) */
+	struct hashmap processes;	/* tgid -> 1, for the count */
+	int64_t kernel_mapping;		/* mapping id, 0 until first needed */
+	int64_t placeholder_fn[3];	/* function ids of the placeholders, by tag */
+	int64_t key_pid, key_tid, key_comm, key_thread_name;
+};
+
+static uint64_t hash_conv(const void *k)
+{
+	const struct stack_conv *c = k;
+
+	return hash_u64(c->stack_id ^ hash_u64((uintptr_t)c->image));
+}
+
+static bool equal_conv(const void *a, const void *b)
+{
+	const struct stack_conv *x = a, *y = b;
+
+	return x->image == y->image && x->stack_id == y->stack_id;
+}
+
+static uint64_t hash_tgid(const void *k)
+{
+	return hash_u64((uintptr_t)k);
+}
+
+static bool equal_tgid(const void *a, const void *b)
+{
+	return a == b;
+}
+
+struct window_builder *window_builder__new(const struct window_builder_opts *opts)
+{
+	struct window_builder *wb = calloc(1, sizeof(*wb));
+
+	if (!wb)
+		return NULL;
+	wb->opts = *opts;
+	return wb;
+}
+
+void window_builder__free(struct window_builder *wb)
+{
+	free(wb);
+}
+
+static bool is_root_function(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(root_functions); i++)
+		if (!strcmp(name, root_functions[i]))
+			return true;
+	return false;
+}
+
+/* A placeholder location: one Line naming it, mapping 0. */
+static int64_t placeholder(struct build_ctx *c, int tag, uint64_t address)
+{
+	static const char *const names[] = { [TAG_TRUNCATED] = "[truncated]",
+					     [TAG_UNKNOWN] = "[unknown]" };
+	struct profile_line line = { 0 };
+	int64_t fn = c->placeholder_fn[tag];
+
+	if (!fn) {
+		fn = profile__function(c->p, names[tag], names[tag], "", 0);
+		if (fn < 0)
+			return fn;
+		c->placeholder_fn[tag] = fn;
+	}
+	line.function_id = (uint64_t)fn;
+	return profile__add_location(c->p, 0, address, (uint64_t)tag, &line, 1);
+}
+
+static int64_t kernel_mapping(struct build_ctx *c)
+{
+	struct profile_mapping m = { 0 };
+	int64_t name, build_id = 0;
+
+	if (c->kernel_mapping)
+		return c->kernel_mapping;
+	name = profile__string(c->p, KERNEL_MAPPING);
+	if (name < 0)
+		return name;
+	if (c->wb->opts.kernel_build_id) {
+		build_id = profile__string(c->p, c->wb->opts.kernel_build_id);
+		if (build_id < 0)
+			return build_id;
+	}
+	m.memory_limit = UINT64_MAX;
+	m.filename = name;
+	m.build_id = build_id;
+	m.has_functions = c->wb->opts.kernel_symbols;
+	c->kernel_mapping = profile__mapping(c->p, KERNEL_MAPPING, sizeof(KERNEL_MAPPING), &m);
+	return c->kernel_mapping;
+}
+
+static int64_t kernel_location(struct build_ctx *c, uint64_t pc)
+{
+	struct window_builder *wb = c->wb;
+	struct profile_line line = { 0 };
+	struct sym_frame f;
+	int64_t mapping, loc, fn;
+	uint64_t found;
+
+	mapping = kernel_mapping(c);
+	if (mapping < 0)
+		return mapping;
+	found = profile__find_location(c->p, (uint64_t)mapping, pc, TAG_NONE);
+	if (found)
+		return (int64_t)found;
+	if (wb->opts.kernel_symbols && symbolizer__symbolize_kernel(wb->opts.symbolizer, pc, &f)) {
+		fn = profile__function(c->p, f.name, f.system_name, "", 0);
+		if (fn < 0)
+			return fn;
+		line.function_id = (uint64_t)fn;
+		loc = profile__add_location(c->p, (uint64_t)mapping, pc, TAG_NONE, &line, 1);
+	} else {
+		c->stats->kernel_unnamed++;
+		loc = profile__add_location(c->p, (uint64_t)mapping, pc, TAG_NONE, NULL, 0);
+	}
+	return loc;
+}
+
+/* The Mapping of a process mapping: one per binary, keyed by build ID when it has one. */
+static int64_t user_mapping(struct build_ctx *c, const struct proc_mapping *pm)
+{
+	struct profile_mapping m = { 0 };
+	char build_id[2 * 64 + 1] = "";
+	unsigned char key[1 + 256];
+	size_t key_len;
+	const uint8_t *id;
+	size_t id_len = 0;
+	int64_t name, bid = 0;
+
+	if (pm->object)
+		id_len = sym_object__build_id(pm->object, &id);
+	if (id_len && id_len <= 64) {
+		key[0] = 'b';
+		memcpy(key + 1, id, id_len);
+		key_len = 1 + id_len;
+		sym_object__build_id_hex(pm->object, build_id, sizeof(build_id));
+	} else if (pm->object) {
+		key[0] = 'o';
+		memcpy(key + 1, &pm->object, sizeof(pm->object));
+		key_len = 1 + sizeof(pm->object);
+	} else {
+		/* No file to read: one mapping per name (an anonymous region, a JIT). */
+		key[0] = 'n';
+		key_len = strnlen(pm->name, sizeof(key) - 1);
+		memcpy(key + 1, pm->name, key_len);
+		key_len++;
+	}
+	name = profile__string(c->p, pm->name);
+	if (name < 0)
+		return name;
+	if (build_id[0]) {
+		bid = profile__string(c->p, build_id);
+		if (bid < 0)
+			return bid;
+	}
+	m.memory_limit = UINT64_MAX;
+	m.filename = name;
+	m.build_id = bid;
+	m.has_functions = pm->object != NULL;
+	return profile__mapping(c->p, key, key_len, &m);
+}
+
+/* Name of the outermost (non-inlined) function of a location, NULL if it has no Line. */
+static const char *location_function(const struct profile *p, uint64_t id)
+{
+	const struct profile_location *l = profile__location(p, id);
+	const struct profile_function *f;
+
+	if (!l || !l->nr_lines)
+		return NULL;
+	f = profile__function_by_id(p, p->lines[l->first_line + l->nr_lines - 1].function_id);
+	return f ? profile__str(p, f->name) : NULL;
+}
+
+/* Lines for an address of an object; nr 0 when no symbol covers it. */
+static int symbolize_lines(struct build_ctx *c, struct sym_object *obj, uint64_t vaddr,
+			   struct profile_line *lines)
+{
+	struct sym_frame frames[MAX_INLINE_FRAMES];
+	int n, i;
+	int64_t fn;
+
+	n = symbolizer__symbolize(c->wb->opts.symbolizer, obj, vaddr, frames, MAX_INLINE_FRAMES);
+	if (n < 0) {
+		c->stats->symbolize_errors++;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		fn = profile__function(c->p, frames[i].name, frames[i].system_name,
+				       frames[i].file ? frames[i].file : "", 0);
+		if (fn < 0)
+			return (int)fn;
+		lines[i].function_id = (uint64_t)fn;
+		lines[i].line = frames[i].line;
+	}
+	return n;
+}
+
+/*
+ * The location of a user address. *named tells whether it has a function; *fn_name (may be
+ * NULL) receives the outermost function name for the root check.
+ */
+static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64_t ip,
+			     bool adjust, bool *named, const char **fn_name)
+{
+	struct profile_line lines[MAX_INLINE_FRAMES];
+	const struct proc_mapping *pm;
+	uint64_t pc = adjust ? ip - 1 : ip, addr;
+	int64_t mapping, loc;
+	uint64_t found;
+	int n = 0;
+
+	*named = false;
+	*fn_name = NULL;
+	/* Only an instruction pointer must be mapped: recapture for it, not for a return
+	 * address, which may be garbage from a broken frame-pointer chain. */
+	pm = img ? proctab__mapping(c->wb->opts.proctab, img, pc, c->seq, !adjust) : NULL;
+	if (!pm) {
+		c->stats->unknown_frames++;
+		return placeholder(c, TAG_UNKNOWN, ip);
+	}
+	mapping = user_mapping(c, pm);
+	if (mapping < 0)
+		return mapping;
+	if (pm->object) {
+		if (sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &addr)) {
+			/* Inside the mapping but in no loadable segment: nothing to name. */
+			addr = pc - pm->start + pm->offset;
+			pm = NULL;
+		}
+	} else {
+		addr = pc;	/* no file: the runtime address is all there is */
+	}
+	found = profile__find_location(c->p, (uint64_t)mapping, addr, TAG_NONE);
+	if (!found) {
+		if (pm && pm->object)
+			n = symbolize_lines(c, pm->object, addr, lines);
+		if (n < 0)
+			return n;
+		if (!n)
+			c->stats->unnamed_frames++;
+		loc = profile__add_location(c->p, (uint64_t)mapping, addr, TAG_NONE, lines,
+					    (uint32_t)n);
+		if (loc < 0)
+			return loc;
+		found = (uint64_t)loc;
+	}
+	*fn_name = location_function(c->p, found);
+	*named = *fn_name != NULL;
+	return (int64_t)found;
+}
+
+static struct stack_conv *conv_new(const void *image, uint64_t stack_id, uint32_t nr)
+{
+	struct stack_conv *conv = malloc(sizeof(*conv) + (nr + 1) * sizeof(conv->locs[0]));
+
+	if (!conv)
+		return NULL;
+	conv->image = image;
+	conv->stack_id = stack_id;
+	conv->nr = 0;
+	conv->flags = 0;
+	return conv;
+}
+
+static int remember(struct build_ctx *c, struct stack_conv *conv)
+{
+	int err = hashmap__insert(&c->convs, conv, conv);
+
+	if (err)
+		free(conv);
+	return err;
+}
+
+/* Kernel stack -> locations, leaf first. Marks [truncated] when the walk hit the depth cap. */
+static struct stack_conv *convert_kernel(struct build_ctx *c, const struct drained_stack *st,
+					 int *err)
+{
+	struct stack_conv probe = { .image = NULL, .stack_id = st->id }, *conv;
+	uint32_t i;
+	int64_t loc;
+
+	conv = hashmap__find(&c->convs, &probe);
+	if (conv)
+		return conv;
+	conv = conv_new(NULL, st->id, st->len);
+	if (!conv) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < st->len; i++) {
+		loc = kernel_location(c, i ? st->ips[i] - 1 : st->ips[i]);
+		if (loc < 0)
+			goto fail;
+		conv->locs[conv->nr++] = (uint64_t)loc;
+	}
+	c->stats->frames += st->len;
+	if (st->len >= IGNIS_MAX_STACK_DEPTH)
+		conv->flags |= CONV_TRUNCATED;
+	*err = remember(c, conv);
+	return *err ? NULL : conv;
+fail:
+	free(conv);
+	*err = (int)loc;
+	return NULL;
+}
+
+/*
+ * User stack -> locations, leaf first, with the outermost-frame check. A return address in
+ * no mapping of a captured image cannot be real: the frame-pointer chain ran into data that
+ * is not a frame (code built without frame pointers), so the stack is cut there and ends
+ * in [truncated] rather than in made-up callers. A leaf in no mapping stays [unknown].
+ */
+static struct stack_conv *convert_user(struct build_ctx *c, struct proc_image *img,
+				       const struct drained_stack *st, int *err)
+{
+	struct stack_conv probe = { .image = img, .stack_id = st->id }, *conv;
+	const char *outer_name = NULL;
+	bool named = false;
+	uint32_t i;
+	int64_t loc;
+
+	conv = hashmap__find(&c->convs, &probe);
+	if (conv)
+		return conv;
+	conv = conv_new(img, st->id, st->len);
+	if (!conv) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < st->len; i++) {
+		if (i > 0 && img &&
+		    !proctab__mapping(c->wb->opts.proctab, img, st->ips[i] - 1, c->seq, false)) {
+			c->stats->broken_chains++;
+			conv->flags |= CONV_TRUNCATED;
+			break;
+		}
+		loc = user_location(c, img, st->ips[i], i > 0, &named, &outer_name);
+		if (loc < 0)
+			goto fail;
+		conv->locs[conv->nr++] = (uint64_t)loc;
+	}
+	c->stats->frames += conv->nr;
+	if (st->len >= IGNIS_MAX_STACK_DEPTH ||
+	    (named && outer_name && !is_root_function(outer_name)))
+		conv->flags |= CONV_TRUNCATED;
+	*err = remember(c, conv);
+	return *err ? NULL : conv;
+fail:
+	free(conv);
+	*err = (int)loc;
+	return NULL;
+}
+
+static int add_one(struct build_ctx *c, const struct drained_window *dw,
+		   const struct drained_sample *s)
+{
+	const struct ignis_sample_key *k = &s->key;
+	struct proc_id id = { .tgid = k->tgid, .exec_id = k->exec_id,
+			      .start_time = k->start_time };
+	uint64_t locs[MAX_FRAMES];
+	struct profile_label labels[4];
+	const struct drained_stack *ust, *kst;
+	struct stack_conv *uconv = NULL, *kconv = NULL;
+	struct proc_image *img = NULL;
+	char thread_name[IGNIS_COMM_LEN + 1];
+	const char *comm;
+	uint32_t n = 0;
+	bool truncated = false;
+	int64_t str;
+	int err = 0;
+
+	if (!(k->flags & SAMPLE_F_KTHREAD)) {
+		img = proctab__find(c->wb->opts.proctab, &id);
+		if (!img)
+			c->stats->no_image_samples += s->count;
+	} else {
+		c->stats->kthread_samples += s->count;
+	}
+
+	kst = drained_window__stack(dw, k->kernel_stack);
+	ust = drained_window__stack(dw, k->user_stack);
+	if (kst) {
+		kconv = convert_kernel(c, kst, &err);
+		if (!kconv)
+			return err;
+		memcpy(locs, kconv->locs, kconv->nr * sizeof(locs[0]));
+		n = kconv->nr;
+		/* A kernel walk cut by the depth cap breaks the stack between kernel and user. */
+		if (kconv->flags & CONV_TRUNCATED) {
+			int64_t t = placeholder(c, TAG_TRUNCATED, 0);
+
+			if (t < 0)
+				return (int)t;
+			locs[n++] = (uint64_t)t;
+			truncated = true;
+		}
+	}
+	if (ust) {
+		uconv = convert_user(c, img, ust, &err);
+		if (!uconv)
+			return err;
+		memcpy(locs + n, uconv->locs, uconv->nr * sizeof(locs[0]));
+		n += uconv->nr;
+		if (uconv->flags & CONV_TRUNCATED)
+			truncated = true;
+		else if (!truncated && uconv->nr) {
+			const struct profile_location *outer =
+				profile__location(c->p, uconv->locs[uconv->nr - 1]);
+
+			if (!outer || !outer->nr_lines || outer->tag)
+				c->stats->root_unknown_stacks += s->count;
+		}
+	}
+	/* A failed user walk, or a cut-off user stack: the root is missing. */
+	if ((k->flags & SAMPLE_F_USTACK_ERR) || (uconv && (uconv->flags & CONV_TRUNCATED))) {
+		int64_t t = placeholder(c, TAG_TRUNCATED, 0);
+
+		if (t < 0)
+			return (int)t;
+		if (n && locs[n - 1] != (uint64_t)t)
+			locs[n++] = (uint64_t)t;
+		else if (!n)
+			locs[n++] = (uint64_t)t;
+		truncated = true;
+	}
+	if (!n) {
+		/* No frame at all (both walks empty): keep the CPU time, under [truncated]. */
+		int64_t t = placeholder(c, TAG_TRUNCATED, 0);
+
+		if (t < 0)
+			return (int)t;
+		locs[n++] = (uint64_t)t;
+		truncated = true;
+	}
+	if (truncated)
+		c->stats->truncated_stacks += s->count;
+
+	memcpy(thread_name, k->comm, IGNIS_COMM_LEN);
+	thread_name[IGNIS_COMM_LEN] = '\0';
+	comm = img && img->comm[0] ? img->comm : thread_name;
+	labels[0] = (struct profile_label){ .key = c->key_pid, .num = k->tgid };
+	labels[1] = (struct profile_label){ .key = c->key_tid, .num = k->pid };
+	str = profile__string(c->p, comm);
+	if (str < 0)
+		return (int)str;
+	labels[2] = (struct profile_label){ .key = c->key_comm, .str = str };
+	str = profile__string(c->p, thread_name);
+	if (str < 0)
+		return (int)str;
+	labels[3] = (struct profile_label){ .key = c->key_thread_name, .str = str };
+
+	err = profile__add_sample(c->p, locs, n, labels, 4, s->count);
+	if (err)
+		return err;
+	c->stats->samples += s->count;
+	/* Keys are tgid + 1: NULL marks an empty slot. Only a count, so ENOMEM is harmless. */
+	err = hashmap__insert(&c->processes, (void *)(uintptr_t)(k->tgid + 1ULL), (void *)1);
+	return 0;
+}
+
+int window_builder__add(struct window_builder *wb, const struct drained_window *dw, uint64_t seq,
+			struct profile *p, struct window_stats *stats)
+{
+	struct build_ctx c = { .wb = wb, .p = p, .stats = stats, .seq = seq };
+	struct hashmap_entry *e;
+	size_t i;
+	int err = 0;
+
+	hashmap__init(&c.convs, hash_conv, equal_conv);
+	hashmap__init(&c.processes, hash_tgid, equal_tgid);
+	if ((c.key_pid = profile__string(p, "pid")) < 0 ||
+	    (c.key_tid = profile__string(p, "tid")) < 0 ||
+	    (c.key_comm = profile__string(p, "comm")) < 0 ||
+	    (c.key_thread_name = profile__string(p, "thread_name")) < 0) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < dw->nr_samples; i++) {
+		err = add_one(&c, dw, &dw->samples[i]);
+		if (err == -E2BIG) {
+			stats->dropped_profile_cap += dw->samples[i].count;
+			err = 0;
+			continue;
+		}
+		if (err)
+			goto cleanup;
+	}
+	if (stats->dropped_profile_cap)
+		pr_warn("window %llu: %llu samples dropped at the profile's size caps",
+			(unsigned long long)seq, (unsigned long long)stats->dropped_profile_cap);
+	stats->processes = hashmap__size(&c.processes);
+cleanup:
+	hashmap__for_each(&c.convs, e)
+		free(e->value);
+	hashmap__fini(&c.convs);
+	hashmap__fini(&c.processes);
+	return err;
+}

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * ignis sampler: a perf_event program run by the cpu-clock event of every CPU, and two
+ * tracepoint programs that follow execve() and process exit.
+ *
+ * Per sample it records (thread, process image, user stack, kernel stack, thread comm) -> count
+ * in the active generation of the maps, and announces process images the agent has not seen
+ * yet over the ring buffer, so their mappings are captured while the process is alive.
+ * The map layout and the generation flip are described in bpf/profiler.h.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "profiler.h"
+#include "stack.bpf.h"
+
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
+#ifndef PF_KTHREAD
+#define PF_KTHREAD 0x00200000
+#endif
+
+const volatile struct ignis_config cfg = {};
+
+/* The generation the sampler writes; flipped by the agent (agent/sampler.c). */
+__u32 gen = 0;
+
+/* Inner map templates; the agent sizes every instance before load. */
+struct stacks_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, struct ignis_stack);
+};
+
+struct counts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct ignis_sample_key);
+	__type(value, __u64);
+};
+
+struct stacks_map stacks_0 SEC(".maps"), stacks_1 SEC(".maps");
+struct counts_map counts_0 SEC(".maps"), counts_1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, IGNIS_NR_GENS);
+	__type(key, __u32);
+	__array(values, struct stacks_map);
+} stacks_gen SEC(".maps") = {
+	.values = { &stacks_0, &stacks_1 },
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, IGNIS_NR_GENS);
+	__type(key, __u32);
+	__array(values, struct counts_map);
+} counts_gen SEC(".maps") = {
+	.values = { &counts_0, &counts_1 },
+};
+
+/*
+ * Never read by a program. The agent updates its one slot after a flip: the kernel waits for
+ * an RCU grace period after any update of a map-in-map, so when that update returns, no
+ * program that read the old `gen` is still running.
+ */
+struct sync_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sync_inner SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct sync_inner);
+} gen_sync SEC(".maps") = {
+	.values = { &sync_inner },
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IGNIS_NR_GENS * STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct ignis_proc_state);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+/* Scratch space for one stack walk: too large for the 512-byte BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ignis_stack);
+} scratch SEC(".maps");
+
+static __always_inline void stat_inc(__u32 g, enum ignis_stat stat)
+{
+	__u32 idx = g * STAT_NR + stat;
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	/* Atomic: a sample can interrupt a tracepoint program on the same CPU. */
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline __u32 read_gen(void)
+{
+	return *(volatile __u32 *)&gen & 1;
+}
+
+static __always_inline void emit_event(__u32 g, __u32 type, __u32 tgid, __u64 start_time,
+				       __u32 exec_id, struct task_struct *leader, long *err)
+{
+	struct ignis_proc_event ev = {};
+
+	ev.type = type;
+	ev.tgid = tgid;
+	ev.start_time = start_time;
+	ev.exec_id = exec_id;
+	ev.exe_inode = BPF_CORE_READ(leader, mm, exe_file, f_inode, i_ino);
+	BPF_CORE_READ_STR_INTO(&ev.comm, leader, comm);
+	*err = bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+	if (*err)
+		stat_inc(g, STAT_EVENTS_LOST);
+}
+
+/*
+ * Announce a process image on its first sample, and again when its executable mappings
+ * grew or shrank (mm->exec_vm changed: dlopen, munmap of a library), at most once per
+ * cfg.mmap_event_gap_ns. The procs entry is written only once the event is in the ring
+ * buffer, so an event lost to a full buffer is retried on the next sample.
+ */
+static __always_inline void track_process(__u32 g, struct task_struct *task, __u32 tgid,
+					  __u64 start_time, __u32 exec_id)
+{
+	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
+	__u64 exec_vm = BPF_CORE_READ(task, mm, exec_vm);
+	__u64 now = bpf_ktime_get_ns();
+	struct ignis_proc_state *st, fresh = {};
+	long err;
+
+	st = bpf_map_lookup_elem(&procs, &tgid);
+	if (st && st->start_time == start_time && st->exec_id == exec_id) {
+		if (st->exec_vm == exec_vm || now - st->last_event_ns < cfg.mmap_event_gap_ns)
+			return;
+		emit_event(g, PROC_EVENT_MMAP, tgid, start_time, exec_id, leader, &err);
+		if (!err) {
+			st->exec_vm = exec_vm;
+			st->last_event_ns = now;
+		}
+		return;
+	}
+
+	emit_event(g, PROC_EVENT_NEW, tgid, start_time, exec_id, leader, &err);
+	if (err)
+		return;
+	fresh.start_time = start_time;
+	fresh.exec_id = exec_id;
+	fresh.exec_vm = exec_vm;
+	fresh.last_event_ns = now;
+	bpf_map_update_elem(&procs, &tgid, &fresh, BPF_ANY);
+}
+
+/*
+ * Store the stack in scratch under its hash in the generation's stacks map and return its
+ * id, or IGNIS_STACK_NONE after counting why it could not be stored.
+ */
+static __always_inline __u64 store_stack(__u32 g, void *stacks, struct ignis_stack *st)
+{
+	struct ignis_stack *old;
+	__u64 id = stack_hash(st->ips, st->len);
+	int probe, err;
+
+	for (probe = 0; probe < 2; probe++) {
+		if (probe)
+			id = stack_hash_alt(id);
+		old = bpf_map_lookup_elem(stacks, &id);
+		if (!old) {
+			err = bpf_map_update_elem(stacks, &id, st, BPF_NOEXIST);
+			if (!err)
+				return id;
+			if (err != -EEXIST) {
+				stat_inc(g, STAT_DROP_STACKS_FULL);
+				return IGNIS_STACK_NONE;
+			}
+			/* Another CPU inserted this id meanwhile: compare with its stack. */
+			old = bpf_map_lookup_elem(stacks, &id);
+			if (!old)
+				continue;
+		}
+		if (stack_equal(old, st))
+			return id;
+	}
+	stat_inc(g, STAT_DROP_STACK_COLLISION);
+	return IGNIS_STACK_NONE;
+}
+
+/* Walk one stack into scratch and store it. Returns 0 or -1 when the walk failed. */
+static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, __u64 flags,
+				      __u64 *id)
+{
+	__u32 zero = 0;
+	struct ignis_stack *st = bpf_map_lookup_elem(&scratch, &zero);
+	long n;
+
+	*id = IGNIS_STACK_NONE;
+	if (!st)
+		return -1;
+	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
+	if (n < 0)
+		return -1;
+	st->len = (__u32)n / sizeof(__u64);
+	if (st->len == 0)
+		return 0;
+	if (st->len > IGNIS_MAX_STACK_DEPTH)
+		st->len = IGNIS_MAX_STACK_DEPTH;
+	*id = store_stack(g, stacks, st);
+	return 0;
+}
+
+SEC("perf_event")
+int ignis_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, g = read_gen();
+	struct ignis_sample_key key = {};
+	struct task_struct *task;
+	void *stacks, *counts;
+	__u64 *count, one = 1;
+	int err;
+
+	stat_inc(g, STAT_SAMPLES);
+	if (tgid == 0) {
+		stat_inc(g, STAT_IDLE);
+		return 0;
+	}
+	if (cfg.filter_pids && !bpf_map_lookup_elem(&pid_filter, &tgid)) {
+		stat_inc(g, STAT_FILTERED);
+		return 0;
+	}
+	stacks = bpf_map_lookup_elem(&stacks_gen, &g);
+	counts = bpf_map_lookup_elem(&counts_gen, &g);
+	if (!stacks || !counts) {
+		stat_inc(g, STAT_DROP_NO_GEN);
+		return 0;
+	}
+
+	task = (struct task_struct *)bpf_get_current_task();
+	key.tgid = tgid;
+	key.pid = (__u32)id;
+	key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+	key.exec_id = (__u32)BPF_CORE_READ(task, group_leader, self_exec_id);
+	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+
+	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
+		key.flags |= SAMPLE_F_KTHREAD;
+	else
+		track_process(g, task, tgid, key.start_time, key.exec_id);
+
+	if (!cfg.skip_walk) {
+		if (cfg.user_stacks && !(key.flags & SAMPLE_F_KTHREAD) &&
+		    walk_stack(ctx, g, stacks, BPF_F_USER_STACK, &key.user_stack)) {
+			key.flags |= SAMPLE_F_USTACK_ERR;
+			stat_inc(g, STAT_USTACK_ERR);
+		}
+		if (cfg.kernel_stacks && walk_stack(ctx, g, stacks, 0, &key.kernel_stack)) {
+			key.flags |= SAMPLE_F_KSTACK_ERR;
+			stat_inc(g, STAT_KSTACK_ERR);
+		}
+	}
+
+	count = bpf_map_lookup_elem(counts, &key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+		return 0;
+	}
+	err = bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		count = bpf_map_lookup_elem(counts, &key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+	} else if (err) {
+		stat_inc(g, STAT_DROP_COUNTS_FULL);
+	}
+	return 0;
+}
+
+/* execve() replaced a process image the agent knows: forget it so its next sample announces
+ * the new one, and tell the agent so it can release the old image after the window. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ignis_exec, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), g = read_gen();
+	long err;
+
+	if (!bpf_map_lookup_elem(&procs, &tgid))
+		return 0;
+	bpf_map_delete_elem(&procs, &tgid);
+	emit_event(g, PROC_EVENT_EXEC, tgid, BPF_CORE_READ(p, start_boottime),
+		   (__u32)BPF_CORE_READ(p, self_exec_id), p, &err);
+	return 0;
+}
+
+/* The last thread of a process the agent knows exited. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ignis_exit, struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), g = read_gen();
+	struct ignis_proc_state *st;
+	long err;
+
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	st = bpf_map_lookup_elem(&procs, &tgid);
+	if (!st)
+		return 0;
+	emit_event(g, PROC_EVENT_EXIT, tgid, st->start_time, st->exec_id,
+		   BPF_CORE_READ(p, group_leader), &err);
+	bpf_map_delete_elem(&procs, &tgid);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The contract between the BPF programs (bpf/profiler.bpf.c) and the agent.
+ *
+ * This header includes nothing: the BPF side includes vmlinux.h first, userspace
+ * <linux/types.h>. Every struct has fixed-width fields, explicit padding and a size check,
+ * because hash-map keys are compared byte for byte and both sides must agree on the layout.
+ *
+ * Map layout (all sized by the agent before load; see agent/sampler.c):
+ *
+ *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  stack id (__u64) -> struct ignis_stack
+ *   counts_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_sample_key -> __u64 sample count
+ *   stats           PERCPU_ARRAY  [gen * STAT_NR + stat] -> __u64
+ *   procs           LRU_HASH      tgid -> struct ignis_proc_state   (what BPF already announced)
+ *   pid_filter      HASH          tgid -> __u8                (only with cfg.filter_pids)
+ *   events          RINGBUF       struct ignis_proc_event
+ *
+ * Two generations of the stack and count maps let the agent drain one while the sampler
+ * writes the other: the agent flips `gen` (a global in .bss), waits for an RCU grace period
+ * (an update of the map-in-map `gen_sync`, which the kernel follows with synchronize_rcu()),
+ * and only then reads and clears the idle generation. Every program run reads `gen` once.
+ */
+#ifndef IGNIS_BPF_PROFILER_H
+#define IGNIS_BPF_PROFILER_H
+
+#ifndef IGNIS_MAX_STACK_DEPTH
+/* Frames per stack; the kernel's default kernel.perf_event_max_stack is 127 as well. */
+#define IGNIS_MAX_STACK_DEPTH 127
+#endif
+
+#ifndef IGNIS_COMM_LEN
+#define IGNIS_COMM_LEN 16
+#endif
+
+#ifndef IGNIS_NR_GENS
+#define IGNIS_NR_GENS 2
+#endif
+
+/* Stack id 0 means "no stack" (a kernel thread's user stack, a user-mode sample's kernel stack). */
+#ifndef IGNIS_STACK_NONE
+#define IGNIS_STACK_NONE 0ULL
+#endif
+
+/*
+ * A stack as walked by the kernel, leaf first. Value of the stacks maps, keyed by
+ * stack_hash() of its frames (bpf/stackhash.h). Entries are immutable once inserted.
+ */
+struct ignis_stack {
+	__u32 len;				/* frames used in ips[] */
+	__u32 pad;
+	__u64 ips[IGNIS_MAX_STACK_DEPTH];	/* instruction pointers; ips[0] is the leaf */
+};
+_Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ignis_stack size");
+
+/* sample_key.flags */
+#ifndef SAMPLE_F_KTHREAD
+#define SAMPLE_F_KTHREAD	(1U << 0)	/* a kernel thread: no user stack, no process image */
+#define SAMPLE_F_USTACK_ERR	(1U << 1)	/* the user stack walk failed (counted) */
+#define SAMPLE_F_KSTACK_ERR	(1U << 2)	/* the kernel stack walk failed (counted) */
+#endif
+
+/*
+ * Key of the counts maps: one entry per distinct (thread, process image, stacks, thread name)
+ * in a window. A process image is identified by (tgid, start_time, exec_id): tgids are
+ * reused, and execve() keeps the tgid and start time but replaces every mapping.
+ */
+struct ignis_sample_key {
+	__u32 tgid;			/* process id (kernel tgid) */
+	__u32 pid;			/* thread id (kernel pid) */
+	__u64 start_time;		/* group leader's start_boottime, ns since boot */
+	__u32 exec_id;			/* group leader's self_exec_id (low 32 bits) */
+	__u32 flags;			/* SAMPLE_F_* */
+	__u64 user_stack;		/* stack id in the stacks map, IGNIS_STACK_NONE if none */
+	__u64 kernel_stack;		/* stack id in the stacks map, IGNIS_STACK_NONE if none */
+	char comm[IGNIS_COMM_LEN];	/* the sampled thread's comm */
+};
+_Static_assert(sizeof(struct ignis_sample_key) == 56, "ignis_sample_key size");
+
+/*
+ * Per-CPU counters, one set per generation so that each window's figures are exact.
+ * Every sample lands in exactly one of: STAT_IDLE, STAT_FILTERED, a counts entry, or one of
+ * the drop reasons STAT_DROP_*. The STAT_*_ERR reasons mark samples that were recorded but
+ * with a stack missing.
+ */
+enum ignis_stat {
+	STAT_SAMPLES = 0,		/* every run of the sampler */
+	STAT_IDLE,			/* samples of the idle task (pid 0): counted, not profiled */
+	STAT_FILTERED,			/* samples of processes outside --pid */
+	STAT_USTACK_ERR,		/* user stack walk returned an error; sample kept */
+	STAT_KSTACK_ERR,		/* kernel stack walk returned an error; sample kept */
+	STAT_DROP_NO_GEN,		/* generation maps missing (cannot happen once loaded) */
+	STAT_DROP_STACKS_FULL,		/* the stacks map of this generation is full */
+	STAT_DROP_STACK_COLLISION,	/* both hash slots hold other stacks */
+	STAT_DROP_COUNTS_FULL,		/* the counts map of this generation is full */
+	STAT_EVENTS_LOST,		/* ring buffer full: a process event was not sent */
+	STAT_NR,
+};
+
+/* What the sampler has announced for a tgid, so each process image is announced once. */
+struct ignis_proc_state {
+	__u64 start_time;		/* as sample_key.start_time */
+	__u64 exec_vm;			/* mm->exec_vm (pages) at the last announcement */
+	__u64 last_event_ns;		/* bpf_ktime_get_ns() of the last announcement */
+	__u32 exec_id;			/* as sample_key.exec_id */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ignis_proc_state) == 32, "ignis_proc_state size");
+
+/* proc_event.type */
+#ifndef PROC_EVENT_NEW
+#define PROC_EVENT_NEW		1	/* first sample of a process image: capture its mappings */
+#define PROC_EVENT_MMAP		2	/* its executable mappings changed (dlopen): capture again */
+#define PROC_EVENT_EXEC		3	/* execve() replaced the image */
+#define PROC_EVENT_EXIT		4	/* the last thread exited */
+#endif
+
+/* Ring-buffer record for process tracking (DESIGN.md requirement 4). */
+struct ignis_proc_event {
+	__u32 type;			/* PROC_EVENT_* */
+	__u32 tgid;
+	__u64 start_time;		/* as sample_key.start_time */
+	__u32 exec_id;			/* as sample_key.exec_id (the new one for EXEC) */
+	__u32 pad;
+	__u64 exe_inode;		/* inode of mm->exe_file, 0 if none: lets the agent see
+					 * that /proc/PID shows a later execve() than this event */
+	char comm[IGNIS_COMM_LEN];	/* the group leader's comm */
+};
+_Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
+
+/* Read-only configuration, set by the agent between open and load. */
+struct ignis_config {
+	__u32 filter_pids;		/* 1: record only tgids present in pid_filter */
+	__u32 user_stacks;		/* 1: walk user stacks */
+	__u32 kernel_stacks;		/* 1: walk kernel stacks */
+	__u32 skip_walk;		/* 1: benchmark mode, record empty stacks without walking */
+	__u64 mmap_event_gap_ns;	/* min time between two PROC_EVENT_MMAP of one tgid, ns */
+};
+_Static_assert(sizeof(struct ignis_config) == 24, "ignis_config size");
+
+#endif /* IGNIS_BPF_PROFILER_H */

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The symbolizer object and its symbol-table cache.
+ *
+ * Tables are keyed by build ID (or by file identity for files without one), so identical
+ * binaries in many containers share one table. The cache holds at most opts.cache_max_bytes
+ * of tables and evicts the least recently used first; an evicted table is parsed again from
+ * its object's descriptor on the next lookup.
+ */
+#include <errno.h>
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolizer_internal.h"
+
+void sym_log(const struct symbolizer *s, enum sym_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->opts.print)
+		return;
+	va_start(ap, fmt);
+	s->opts.print(level, fmt, ap);
+	va_end(ap);
+}
+
+static int cmp_table(const void *a, const void *b)
+{
+	const struct symtab_key *x = &((const struct symtab *)a)->key;
+	const struct symtab_key *y = &((const struct symtab *)b)->key;
+
+	if (x->kind != y->kind)
+		return x->kind - y->kind;
+	if (x->len != y->len)
+		return x->len - y->len;
+	return memcmp(x->data, y->data, x->len);
+}
+
+struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
+{
+	struct symbolizer *s;
+
+	if (opts && opts->sz && opts->sz != sizeof(*opts)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	if (opts)
+		s->opts = *opts;
+	if (!s->opts.cache_max_bytes)
+		s->opts.cache_max_bytes = SYMBOLIZER_DEFAULT_CACHE_BYTES;
+	return s;
+}
+
+static void lru_unlink(struct symbolizer *s, struct symtab *t)
+{
+	if (t->lru_prev)
+		t->lru_prev->lru_next = t->lru_next;
+	else
+		s->lru_head = t->lru_next;
+	if (t->lru_next)
+		t->lru_next->lru_prev = t->lru_prev;
+	else
+		s->lru_tail = t->lru_prev;
+	t->lru_prev = t->lru_next = NULL;
+}
+
+static void lru_push_front(struct symbolizer *s, struct symtab *t)
+{
+	t->lru_prev = NULL;
+	t->lru_next = s->lru_head;
+	if (s->lru_head)
+		s->lru_head->lru_prev = t;
+	s->lru_head = t;
+	if (!s->lru_tail)
+		s->lru_tail = t;
+}
+
+static void table_drop(struct symbolizer *s, struct symtab *t)
+{
+	lru_unlink(s, t);
+	tdelete(t, &s->tables, cmp_table);
+	s->stats.cache_bytes -= t->bytes;
+	symtab__free(t);
+}
+
+static void forget(void *node)
+{
+	(void)node;
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	while (s->lru_head)
+		table_drop(s, s->lru_head);
+	/* Objects still referenced by the caller are the caller's leak; forget the index. */
+	tdestroy(s->objects, forget);
+	free(s->ksyms);
+	free(s->kernel_names);
+	free(s);
+}
+
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *stats)
+{
+	*stats = s->stats;
+}
+
+/* Keep the cache within budget, never evicting `keep` (the table just used). */
+static void enforce_budget(struct symbolizer *s, const struct symtab *keep)
+{
+	while (s->stats.cache_bytes > s->opts.cache_max_bytes && s->lru_tail &&
+	       s->lru_tail != keep) {
+		table_drop(s, s->lru_tail);
+		s->stats.tables_evicted++;
+		s->evict_gen++;
+	}
+}
+
+static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
+{
+	struct symtab *t;
+	Elf *elf;
+	int err;
+
+	if (o->image)
+		elf = elf_memory(o->image, o->image_size);
+	else
+		elf = elf_begin(o->fd, ELF_C_READ, NULL);
+	if (!elf) {
+		err = -EINVAL;
+		goto err_out;
+	}
+	t = symtab__build(elf, &o->key);
+	err = t ? 0 : -errno;
+	elf_end(elf);
+	if (err)
+		goto err_out;
+	if (!tsearch(t, &s->tables, cmp_table)) {
+		symtab__free(t);
+		err = -ENOMEM;
+		goto err_out;
+	}
+	lru_push_front(s, t);
+	s->stats.cache_bytes += t->bytes;
+	s->stats.tables_loaded++;
+	sym_log(s, SYM_LOG_DEBUG, "%s: %zu symbols, %zu bytes", o->name, t->nr_syms, t->bytes);
+	enforce_budget(s, t);
+	return t;
+
+err_out:
+	sym_log(s, SYM_LOG_DEBUG, "%s: cannot read symbols: %s", o->name, strerror(-err));
+	/* Malformed files stay malformed; memory shortage may pass. */
+	if (err != -ENOMEM)
+		o->symtab_err = err;
+	errno = -err;
+	return NULL;
+}
+
+/* The object's table, from the object's cached pointer, the cache, or the file. */
+static struct symtab *get_table(struct symbolizer *s, struct sym_object *o)
+{
+	struct symtab key, **found, *t;
+
+	if (o->symtab && o->symtab_gen == s->evict_gen) {
+		t = o->symtab;
+	} else if (o->symtab_err) {
+		errno = -o->symtab_err;
+		return NULL;
+	} else {
+		key.key = o->key;
+		found = tfind(&key, &s->tables, cmp_table);
+		t = found ? *found : load_table(s, o);
+		if (!t)
+			return NULL;
+		o->symtab = t;
+		o->symtab_gen = s->evict_gen;
+	}
+	if (s->lru_head != t) {
+		lru_unlink(s, t);
+		lru_push_front(s, t);
+	}
+	return t;
+}
+
+int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
+			  struct sym_frame *frames, int max)
+{
+	const struct sym_entry *e;
+	struct symtab *t;
+
+	s->stats.lookups++;
+	if (max <= 0)
+		return -EINVAL;
+	t = get_table(s, o);
+	if (!t) {
+		s->stats.errors++;
+		return errno ? -errno : -EINVAL;
+	}
+	e = symtab__lookup(t, vaddr);
+	if (!e) {
+		s->stats.misses++;
+		return 0;
+	}
+	s->stats.hits++;
+	memset(&frames[0], 0, sizeof(frames[0]));
+	frames[0].name = t->names + e->name;
+	frames[0].system_name = frames[0].name;
+	frames[0].start = e->start;
+	return 1;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libsymbolizer: turns (object, address) into frames.
+ *
+ * An object is an ELF file handed over as an open file descriptor (or an in-memory image such
+ * as the vDSO). The library parses what it is handed; it never opens paths of other
+ * processes, never reads /proc/PID, knows nothing of BPF or of the agent, and never prints:
+ * diagnostics go to the print callback of its options. Every input is treated as hostile.
+ *
+ * Addresses are ELF virtual addresses (what `nm` prints), never runtime addresses: the
+ * caller turns a runtime address into a file offset with its mapping, and
+ * sym_object__vaddr() turns that into a virtual address with the program headers.
+ *
+ * Errors follow libbpf: functions returning int give 0 or a count on success and a negative
+ * errno on failure; constructors return NULL with errno set. Not thread-safe: one
+ * symbolizer per thread.
+ */
+#ifndef IGNIS_SYMBOLIZER_H
+#define IGNIS_SYMBOLIZER_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#ifndef SYM_WARN_UNUSED
+#define SYM_WARN_UNUSED __attribute__((warn_unused_result))
+#endif
+
+struct symbolizer;
+struct sym_object;
+
+/* Levels passed to the print callback, syslog numbering as the agent's logger. */
+enum sym_log_level {
+	SYM_LOG_WARN = 4,
+	SYM_LOG_INFO = 6,
+	SYM_LOG_DEBUG = 7,
+};
+
+typedef void (*symbolizer_print_fn)(enum sym_log_level level, const char *fmt, va_list ap);
+
+/* Default symbol-table cache budget: 64 MiB. */
+#define SYMBOLIZER_DEFAULT_CACHE_BYTES (64UL << 20)
+
+struct symbolizer_opts {
+	size_t sz;			/* sizeof(struct symbolizer_opts) */
+	size_t cache_max_bytes;		/* budget for cached symbol tables, bytes; 0: default */
+	symbolizer_print_fn print;	/* diagnostics; NULL: discarded */
+};
+
+/* Counters since symbolizer__new(). */
+struct symbolizer_stats {
+	uint64_t lookups;		/* symbolizer__symbolize() calls */
+	uint64_t hits;			/* ... that named the address */
+	uint64_t misses;		/* ... where no symbol covers the address */
+	uint64_t errors;		/* ... where the object's symbols could not be read */
+	uint64_t tables_loaded;		/* symbol tables parsed (cache misses) */
+	uint64_t tables_evicted;	/* symbol tables dropped to stay within the budget */
+	uint64_t cache_bytes;		/* bytes held by cached symbol tables now */
+	uint64_t objects;		/* live objects now */
+	uint64_t kernel_symbols;	/* symbols loaded from kallsyms */
+};
+
+/* Create a symbolizer. Returns NULL with errno set (EINVAL, ENOMEM). */
+struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);
+
+/* Free a symbolizer. Objects still referenced by the caller must be put first. NULL is fine. */
+void symbolizer__free(struct symbolizer *s);
+
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *stats);
+
+/*
+ * Objects.
+ *
+ * symbolizer__open_fd() reads the ELF headers of the regular file behind fd (borrowed; the
+ * object keeps its own duplicate, so the file stays readable after the process that mapped
+ * it and its mount namespace are gone). The object is indexed under the identity (dev, ino)
+ * the caller names, e.g. the device and inode a process's maps show for the mapping, which
+ * symbolizer__find() looks up without opening anything; pass 0, 0 to use the descriptor's
+ * own (fstat). The object's descriptor pins the inode, so the identity cannot be reused by
+ * another file while the object lives. Opening an identity already indexed returns that
+ * object. `name` is the path shown to users (it is copied). Each returned object holds a
+ * reference the caller drops with sym_object__put(). Errors: NULL with errno EINVAL (not an
+ * ELF file, malformed headers, not a regular file), EFBIG (over the size cap), ENOMEM.
+ */
+struct sym_object *symbolizer__open_fd(struct symbolizer *s, int fd, const char *name, dev_t dev,
+				       ino_t ino);
+struct sym_object *symbolizer__find(struct symbolizer *s, dev_t dev, ino_t ino);
+
+/* An object from an ELF image in memory (the vDSO); the image is copied. As open_fd. */
+struct sym_object *symbolizer__open_memory(struct symbolizer *s, const void *image, size_t size,
+					   const char *name);
+
+struct sym_object *sym_object__get(struct sym_object *o);
+void sym_object__put(struct sym_object *o);
+
+/* The name given at open time; borrowed for the object's lifetime. */
+const char *sym_object__name(const struct sym_object *o);
+
+/* The GNU build ID (NT_GNU_BUILD_ID note): its length in bytes and *id (borrowed), or 0. */
+size_t sym_object__build_id(const struct sym_object *o, const uint8_t **id);
+
+/* The build ID as lowercase hex into buf (2 * len + 1 bytes); "" if there is none. */
+void sym_object__build_id_hex(const struct sym_object *o, char *buf, size_t size);
+
+/*
+ * Translate an offset in the file (runtime address - mapping start + mapping offset) into
+ * the ELF virtual address through the PT_LOAD program headers. Returns 0, or -ENOENT when
+ * no loadable segment covers the offset.
+ */
+int sym_object__vaddr(const struct sym_object *o, uint64_t file_offset, uint64_t *vaddr)
+	SYM_WARN_UNUSED;
+
+/* One frame of a resolved address. Strings are borrowed: valid until the next call on s. */
+struct sym_frame {
+	const char *name;		/* function name, as users read it */
+	const char *system_name;	/* the name in the symbol table (e.g. mangled) */
+	const char *file;		/* source file, NULL if unknown */
+	uint32_t line;			/* source line, 0 if unknown */
+	uint64_t start;			/* virtual address where the function starts */
+};
+
+/*
+ * Resolve the virtual address vaddr of object o into frames, innermost first, at most max.
+ * A symbol names only addresses inside its extent: its st_size, or for an unsized symbol up
+ * to the next symbol or the end of its section. Returns the number of frames (0: no symbol
+ * covers vaddr, e.g. internal code of a stripped library) or a negative errno when the
+ * object's symbols cannot be read (-EINVAL malformed, -EIO read error, -ENOMEM).
+ */
+int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
+			  struct sym_frame *frames, int max) SYM_WARN_UNUSED;
+
+/*
+ * Kernel symbols from /proc/kallsyms text, read from f (borrowed), replacing any loaded
+ * before. Returns the number of text symbols, -EINVAL on a malformed file, or -EPERM when
+ * every address reads as zero (kernel.kptr_restrict hides them from this process).
+ */
+int symbolizer__load_kallsyms(struct symbolizer *s, FILE *f) SYM_WARN_UNUSED;
+
+/*
+ * Resolve a kernel address. Fills *frame (name; module in file as "[module]", NULL for the
+ * core kernel) and returns 1, or 0 when no kernel text symbol covers addr.
+ */
+int symbolizer__symbolize_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *frame);
+
+/* One line of /proc/PID/maps (proc(5)). */
+struct procmaps_entry {
+	uint64_t start;			/* first address of the mapping */
+	uint64_t end;			/* one past its last address */
+	uint64_t offset;		/* file offset of start */
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint64_t inode;			/* 0 for anonymous and special mappings */
+	bool read, write, exec, shared;
+	bool deleted;			/* the path ended in " (deleted)", now stripped */
+	const char *path;		/* into the parsed line: a file path, "[vdso]", "" ... */
+};
+
+/*
+ * Parse one line of /proc/PID/maps, modified in place (the path is cut at its end; a
+ * trailing newline is removed). The path may contain spaces. Returns 0 or -EINVAL.
+ */
+int procmaps_parse_line(char *line, struct procmaps_entry *e) SYM_WARN_UNUSED;
+
+#endif /* IGNIS_SYMBOLIZER_H */

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+# Test rules, included by the top-level Makefile.
+
+TEST_BUILD := $(BUILD)/tests
+
+# ---- Workloads: frame pointers kept, no sibling calls, no inlining of the named functions.
+WORKLOAD_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		   -fno-optimize-sibling-calls -fno-inline-functions -pthread -Wall -Wextra
+WORKLOAD_DIR := $(TEST_BUILD)/workloads
+WORKLOADS := $(WORKLOAD_DIR)/hot2 $(WORKLOAD_DIR)/burn $(WORKLOAD_DIR)/burn-nopie \
+	     $(WORKLOAD_DIR)/syscalls $(WORKLOAD_DIR)/uselib $(WORKLOAD_DIR)/libhot.so \
+	     $(WORKLOAD_DIR)/hot2-stripped $(WORKLOAD_DIR)/burn-nopie-stripped
+
+$(WORKLOAD_DIR)/%: tests/workloads/%.c tests/workloads/workload.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WORKLOAD_CFLAGS) -fPIE -pie -o $@ $<
+
+$(WORKLOAD_DIR)/burn-nopie: tests/workloads/burn.c tests/workloads/workload.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WORKLOAD_CFLAGS) -fno-pie -no-pie -o $@ $<
+
+$(WORKLOAD_DIR)/libhot.so: tests/workloads/libhot.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WORKLOAD_CFLAGS) -fPIC -shared -o $@ $<
+
+$(WORKLOAD_DIR)/uselib: tests/workloads/uselib.c $(WORKLOAD_DIR)/libhot.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WORKLOAD_CFLAGS) -fPIE -pie -o $@ $< -L$(WORKLOAD_DIR) -lhot \
+		-Wl,-rpath,'$$ORIGIN'
+
+# Stripped copies: the agent cannot name their functions, `go tool pprof` can, from the
+# unstripped binary with the same build ID (the address-model check).
+$(WORKLOAD_DIR)/%-stripped: $(WORKLOAD_DIR)/%
+	$(call msg,STRIP,$@)
+	$(Q)strip --strip-all -o $@ $<
+
+# ---- ELF fixtures for the symbolizer's unit tests, with `nm` listings as the reference.
+FIXTURE_DIR := $(TEST_BUILD)/data
+FIXTURE_CFLAGS := -O1 -g -fno-inline -Wall
+FIXTURES := $(FIXTURE_DIR)/fixture-pie $(FIXTURE_DIR)/fixture-nopie \
+	    $(FIXTURE_DIR)/libfixture.so $(FIXTURE_DIR)/libfixture-stripped.so \
+	    $(FIXTURE_DIR)/fixture-nobuildid
+FIXTURE_LISTINGS := $(FIXTURES:%=%.nm) $(FIXTURES:%=%.buildid)
+
+$(FIXTURE_DIR)/fixture-pie: tests/data/src/fixture.c tests/data/src/fixture_asm.S
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) -fPIE -pie -Wl,--build-id=sha1 -o $@ $^
+
+$(FIXTURE_DIR)/fixture-nopie: tests/data/src/fixture.c tests/data/src/fixture_asm.S
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) -fno-pie -no-pie -Wl,--build-id=sha1 -o $@ $^
+
+$(FIXTURE_DIR)/fixture-nobuildid: tests/data/src/fixture.c tests/data/src/fixture_asm.S
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) -fPIE -pie -Wl,--build-id=none -o $@ $^
+
+$(FIXTURE_DIR)/libfixture.so: tests/data/src/fixture.c tests/data/src/fixture_asm.S
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(FIXTURE_CFLAGS) -DFIXTURE_LIB -fPIC -shared -Wl,--build-id=md5 -o $@ $^
+
+$(FIXTURE_DIR)/libfixture-stripped.so: $(FIXTURE_DIR)/libfixture.so
+	$(call msg,STRIP,$@)
+	$(Q)strip --strip-all -o $@ $<
+
+# Addresses and sizes of every defined symbol, and the build ID, from binutils.
+$(FIXTURE_DIR)/%.nm: $(FIXTURE_DIR)/%
+	$(Q)nm -S --defined-only $< > $@ 2>/dev/null || true
+	$(Q)nm -D -S --defined-only $< >> $@ 2>/dev/null || true
+
+$(FIXTURE_DIR)/%.buildid: $(FIXTURE_DIR)/%
+	$(Q)readelf -n $< | sed -n 's/.*Build ID: *//p' > $@
+
+# ---- Tools ------------------------------------------------------------------------------------
+$(TEST_BUILD)/pprof_dump: tests/tools/pprof_dump.c $(BUILD)/agent/profile.pb-c.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+# ---- Unit tests: cmocka, each linked against only what it tests. --------------------------
+CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
+UNIT_CFLAGS := -Wno-missing-prototypes -Wno-strict-prototypes \
+	       -DFIXTURE_DIR='"$(abspath $(FIXTURE_DIR))"'
+
+# What each test links besides itself: symbolizer tests the archive alone.
+unit_deps_test_procmaps := libsymbolizer.a
+unit_deps_test_symbolizer := libsymbolizer.a
+unit_deps_test_kallsyms := libsymbolizer.a
+unit_deps_test_hashmap := agent/hashmap.o
+unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
+			  agent/profile.pb-c.o agent/top.o
+unit_deps_test_options := agent/options.o agent/log.o
+unit_deps_test_procfs := agent/procfs.o agent/util.o
+unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o \
+			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o \
+			  libsymbolizer.a
+unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
+unit_deps_test_cpulist := agent/sampler.o agent/log.o
+
+$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(UNIT_CFLAGS) -o $@ $< \
+		$(addprefix $(BUILD)/,$(unit_deps_$*)) $(CMOCKA_LIBS) $(LDLIBS_ALL)
+
+$(BUILD)/san/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
+	$(call msg,LINK-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(UNIT_CFLAGS) -o $@ $< \
+		$(addprefix $(BUILD)/san/,$(unit_deps_$*)) $(CMOCKA_LIBS) $(LDLIBS_ALL)
+
+# The prerequisites above name a pattern variable; expand it per target.
+.SECONDEXPANSION:
+$(UNIT_BINS): $$(addprefix $(BUILD)/,$$(unit_deps_$$(notdir $$@)))
+$(UNIT_SAN_BINS): $$(addprefix $(BUILD)/san/,$$(unit_deps_$$(notdir $$@)))
+
+# ---- Format -----------------------------------------------------------------------------------
+FORMAT_SRCS := $(wildcard agent/*.c agent/*.h symbolizer/*.c symbolizer/*.h bpf/*.c bpf/*.h)
+
+# ---- Everything -------------------------------------------------------------------------------
+TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) \
+		$(TEST_BUILD)/pprof_dump
+
+test-build: $(TEST_PREREQS)
+
+# TESTS=pattern selects integration tests by name; UNIT_ONLY=1 skips them.
+test-all: test-build
+	$(Q)$(PYTHON) tests/run.py --build $(BUILD) $(if $(TESTS),--only '$(TESTS)') \
+		$(if $(UNIT_ONLY),--unit-only)
+
+.PHONY: test-build

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The profile builder and the pprof encoder: encode, decode with protobuf-c, compare. */
+#include <errno.h>
+#include <zlib.h>
+
+#include "unit.h"
+
+#include "../../agent/pprof.h"
+#include "../../agent/profile.h"
+#include "../../agent/top.h"
+#include "profile.pb-c.h"
+
+typedef Perftools__Profiles__Profile pb_profile;
+
+static struct profile *new_profile(void)
+{
+	struct profile_opts o = {
+		.period_ns = 10000000, .time_ns = 1764441290000000000ULL,
+		.duration_ns = 10000000000ULL,
+	};
+	struct profile *p = profile__new(&o);
+
+	assert_non_null(p);
+	return p;
+}
+
+static pb_profile *round_trip(struct profile *p, int gzip_level)
+{
+	uint8_t *buf = NULL, *raw;
+	size_t len = 0, raw_len;
+	pb_profile *pb;
+
+	assert_int_equal(pprof_encode(p, gzip_level, &buf, &len), 0);
+	if (gzip_level >= 0) {
+		uLongf out_len = 64 << 20;
+		z_stream zs = { 0 };
+
+		/* gzip magic, then inflate with zlib's gzip decoder. */
+		assert_true(len > 18 && buf[0] == 0x1f && buf[1] == 0x8b);
+		raw = malloc(out_len);
+		assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+		zs.next_in = buf;
+		zs.avail_in = (uInt)len;
+		zs.next_out = raw;
+		zs.avail_out = (uInt)out_len;
+		assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+		raw_len = zs.total_out;
+		inflateEnd(&zs);
+	} else {
+		raw = buf;
+		raw_len = len;
+		buf = NULL;
+	}
+	pb = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	assert_non_null(pb);
+	free(raw);
+	free(buf);
+	return pb;
+}
+
+static const char *pstr(const pb_profile *pb, int64_t i)
+{
+	assert_true(i >= 0 && (size_t)i < pb->n_string_table);
+	return pb->string_table[i];
+}
+
+static void test_strings(void **state)
+{
+	struct profile *p = new_profile();
+	int64_t a, b, c;
+
+	(void)state;
+	assert_string_equal(profile__str(p, 0), "");
+	a = profile__string(p, "hot_a");
+	b = profile__string(p, "hot_a");
+	c = profile__string(p, "hot_b");
+	assert_true(a > 0);
+	assert_int_equal(a, b);
+	assert_true(c != a);
+	/* Invalid UTF-8 is stored as U+FFFD; the sanitized form is interned as itself. */
+	a = profile__string(p, "bad\xff\xfe name");
+	assert_string_equal(profile__str(p, a), "bad\xef\xbf\xbd\xef\xbf\xbd name");
+	assert_int_equal(profile__string(p, "bad\xef\xbf\xbd\xef\xbf\xbd name"), a);
+	/* Overlong and surrogate encodings are invalid too. */
+	a = profile__string(p, "\xc0\xaf\xed\xa0\x80");
+	assert_string_equal(profile__str(p, a), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+						 "\xef\xbf\xbd");
+	profile__free(p);
+}
+
+/* Two processes running the same binary at different load addresses: one Mapping, one
+ * Location per ELF address, samples merged when stacks and labels match. */
+static void build_example(struct profile *p, uint64_t *locs_out)
+{
+	struct profile_mapping m = { .memory_limit = UINT64_MAX, .has_functions = true };
+	struct profile_line line;
+	struct profile_label labels[2];
+	int64_t map, kmap, fa, fb, fk, la, lb, lk, lu;
+	const char key[] = "build-id-1";
+	uint64_t stack[3];
+
+	m.filename = profile__string(p, "/usr/bin/app");
+	m.build_id = profile__string(p, "0123abcd");
+	map = profile__mapping(p, key, sizeof(key), &m);
+	assert_int_equal(map, 1);
+	assert_int_equal(profile__mapping(p, key, sizeof(key), &m), 1);
+	m.filename = profile__string(p, "[kernel.kallsyms]");
+	kmap = profile__mapping(p, "k", 1, &m);
+	assert_int_equal(kmap, 2);
+
+	fa = profile__function(p, "main", "main", "", 0);
+	fb = profile__function(p, "hot", "_Z3hotv", "", 0);
+	fk = profile__function(p, "do_syscall_64", NULL, "", 0);
+	assert_int_equal(profile__function(p, "main", "main", "", 0), fa);
+	assert_true(fa == 1 && fb == 2 && fk == 3);
+
+	line = (struct profile_line){ .function_id = (uint64_t)fa };
+	la = profile__add_location(p, (uint64_t)map, 0x1130, 0, &line, 1);
+	line.function_id = (uint64_t)fb;
+	lb = profile__add_location(p, (uint64_t)map, 0x1200, 0, &line, 1);
+	line.function_id = (uint64_t)fk;
+	lk = profile__add_location(p, (uint64_t)kmap, 0xffffffff81003000ULL, 0, &line, 1);
+	/* An address no symbol covers: mapping kept, no Line. */
+	lu = profile__add_location(p, (uint64_t)map, 0x1400, 0, NULL, 0);
+	assert_int_equal(profile__find_location(p, (uint64_t)map, 0x1200, 0), (uint64_t)lb);
+	assert_int_equal(profile__add_location(p, (uint64_t)map, 0x1200, 0, &line, 1), lb);
+
+	stack[0] = (uint64_t)lk;
+	stack[1] = (uint64_t)lb;
+	stack[2] = (uint64_t)la;
+	labels[0] = (struct profile_label){ .key = profile__string(p, "pid"), .num = 42 };
+	labels[1] = (struct profile_label){ .key = profile__string(p, "comm"),
+					    .str = profile__string(p, "app") };
+	assert_int_equal(profile__add_sample(p, stack, 3, labels, 2, 5), 0);
+	assert_int_equal(profile__add_sample(p, stack, 3, labels, 2, 2), 0);	/* merged */
+	labels[0].num = 43;
+	assert_int_equal(profile__add_sample(p, stack + 1, 2, labels, 2, 1), 0);
+	stack[0] = (uint64_t)lu;
+	assert_int_equal(profile__add_sample(p, stack, 3, labels, 2, 1), 0);
+	locs_out[0] = (uint64_t)la;
+	locs_out[1] = (uint64_t)lb;
+	locs_out[2] = (uint64_t)lk;
+	locs_out[3] = (uint64_t)lu;
+}
+
+static void check_decoded(const pb_profile *pb)
+{
+	size_t i;
+
+	assert_string_equal(pb->string_table[0], "");
+	assert_int_equal(pb->n_sample_type, 2);
+	assert_string_equal(pstr(pb, pb->sample_type[0]->type), "samples");
+	assert_string_equal(pstr(pb, pb->sample_type[0]->unit), "count");
+	assert_string_equal(pstr(pb, pb->sample_type[1]->type), "cpu");
+	assert_string_equal(pstr(pb, pb->sample_type[1]->unit), "nanoseconds");
+	assert_string_equal(pstr(pb, pb->period_type->type), "cpu");
+	assert_string_equal(pstr(pb, pb->period_type->unit), "nanoseconds");
+	assert_int_equal(pb->period, 10000000);
+	assert_int_equal(pb->time_nanos, 1764441290000000000LL);
+	assert_int_equal(pb->duration_nanos, 10000000000LL);
+
+	/* Dense ids 1..N. */
+	assert_int_equal(pb->n_mapping, 2);
+	for (i = 0; i < pb->n_mapping; i++)
+		assert_int_equal(pb->mapping[i]->id, i + 1);
+	assert_int_equal(pb->n_location, 4);
+	for (i = 0; i < pb->n_location; i++)
+		assert_int_equal(pb->location[i]->id, i + 1);
+	assert_int_equal(pb->n_function, 3);
+	for (i = 0; i < pb->n_function; i++)
+		assert_int_equal(pb->function[i]->id, i + 1);
+	/* Every string once. */
+	for (i = 1; i < pb->n_string_table; i++)
+		for (size_t j = i + 1; j < pb->n_string_table; j++)
+			assert_string_not_equal(pb->string_table[i], pb->string_table[j]);
+
+	/* The address model: ELF addresses under start 0, limit ~0, offset 0. */
+	assert_int_equal(pb->mapping[0]->memory_start, 0);
+	assert_int_equal(pb->mapping[0]->memory_limit, UINT64_MAX);
+	assert_int_equal(pb->mapping[0]->file_offset, 0);
+	assert_string_equal(pstr(pb, pb->mapping[0]->filename), "/usr/bin/app");
+	assert_string_equal(pstr(pb, pb->mapping[0]->build_id), "0123abcd");
+	/* It has an unnamed location, so a server may symbolize it. */
+	assert_false(pb->mapping[0]->has_functions);
+	assert_true(pb->mapping[1]->has_functions);
+	assert_string_equal(pstr(pb, pb->mapping[1]->filename), "[kernel.kallsyms]");
+
+	assert_int_equal(pb->location[3]->n_line, 0);
+	assert_int_equal(pb->location[3]->address, 0x1400);
+	assert_int_equal(pb->location[1]->n_line, 1);
+	assert_string_equal(pstr(pb, pb->function[pb->location[1]->line[0]->function_id - 1]->name),
+			    "hot");
+	assert_string_equal(
+		pstr(pb, pb->function[pb->location[1]->line[0]->function_id - 1]->system_name),
+		"_Z3hotv");
+
+	/* Samples: the merged one counts 7, values = [count, count * period]. */
+	assert_int_equal(pb->n_sample, 3);
+	assert_int_equal(pb->sample[0]->n_location_id, 3);
+	assert_int_equal(pb->sample[0]->location_id[0], 3);	/* leaf first: kernel */
+	assert_int_equal(pb->sample[0]->value[0], 7);
+	assert_int_equal(pb->sample[0]->value[1], 70000000);
+	assert_int_equal(pb->sample[0]->n_label, 2);
+	assert_string_equal(pstr(pb, pb->sample[0]->label[0]->key), "pid");
+	assert_int_equal(pb->sample[0]->label[0]->num, 42);
+	assert_string_equal(pstr(pb, pb->sample[0]->label[1]->str), "app");
+	assert_int_equal(pb->sample[1]->value[0], 1);
+	assert_int_equal(pb->sample[1]->label[0]->num, 43);
+}
+
+static void test_round_trip(void **state)
+{
+	struct profile *p = new_profile();
+	uint64_t locs[4];
+	pb_profile *pb;
+
+	(void)state;
+	build_example(p, locs);
+	assert_int_equal(p->total_count, 9);
+	pb = round_trip(p, 6);
+	check_decoded(pb);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	pb = round_trip(p, -1);
+	check_decoded(pb);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	profile__free(p);
+}
+
+static void test_comments(void **state)
+{
+	struct profile *p = new_profile();
+	pb_profile *pb;
+
+	(void)state;
+	assert_int_equal(profile__comment(p, "ignis test"), 0);
+	pb = round_trip(p, 1);
+	assert_int_equal(pb->n_comment, 1);
+	assert_string_equal(pstr(pb, pb->comment[0]), "ignis test");
+	assert_int_equal(pb->n_sample, 0);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	profile__free(p);
+}
+
+static void test_caps(void **state)
+{
+	struct profile_opts o = { .period_ns = 1, .time_ns = 1, .duration_ns = 1,
+				  .max_strings = 8, .max_locations = 2, .max_samples = 1 };
+	struct profile *p = profile__new(&o);
+	struct profile_mapping m = { 0 };
+	uint64_t loc;
+	int64_t idx = 0;
+	char s[16];
+	int i;
+
+	(void)state;
+	assert_non_null(p);
+	/* Five strings exist already: "", samples, count, cpu, nanoseconds. */
+	for (i = 0; i < 10 && idx >= 0; i++) {
+		snprintf(s, sizeof(s), "s%d", i);
+		idx = profile__string(p, s);
+	}
+	assert_int_equal(idx, -E2BIG);
+	assert_int_equal(i, 4);
+	assert_int_equal(profile__string(p, "s0"), 5);	/* existing strings still resolve */
+	assert_int_equal(profile__mapping(p, "m", 1, &m), 1);
+	assert_true(profile__add_location(p, 1, 1, 0, NULL, 0) > 0);
+	assert_true(profile__add_location(p, 1, 2, 0, NULL, 0) > 0);
+	assert_int_equal(profile__add_location(p, 1, 3, 0, NULL, 0), -E2BIG);
+	assert_int_equal(profile__add_location(p, 9, 3, 0, NULL, 0), -E2BIG);
+	loc = 1;
+	assert_int_equal(profile__add_sample(p, &loc, 1, NULL, 0, 1), 0);
+	loc = 2;
+	assert_int_equal(profile__add_sample(p, &loc, 1, NULL, 0, 1), -E2BIG);
+	profile__free(p);
+}
+
+static void test_top(void **state)
+{
+	struct profile *p = new_profile();
+	struct top_entry e[8];
+	uint64_t locs[4];
+	int n;
+
+	(void)state;
+	build_example(p, locs);
+	/* Leaves: do_syscall_64 x7, hot x1 (the pid 43 sample), [app] x1 (unnamed leaf). */
+	n = top_rank(p, 0, e, 8);
+	assert_true(n >= 3);
+	assert_string_equal(e[0].name, "do_syscall_64");
+	assert_int_equal(e[0].self, 7);
+	assert_string_equal(e[0].binary, "[kernel.kallsyms]");
+	/* Ties sort by name. */
+	assert_string_equal(e[1].name, "[app]");
+	assert_string_equal(e[1].binary, "app");
+	assert_int_equal(e[1].self, 1);
+	assert_string_equal(e[2].name, "hot");
+	assert_int_equal(e[2].self, 1);
+	n = top_rank(p, 1, e, 8);
+	/* hot and main are on every stack (ties sort by name), do_syscall_64 on 7 of 9. */
+	assert_int_equal(n, 4);
+	assert_string_equal(e[0].name, "hot");
+	assert_int_equal(e[0].total, 9);
+	assert_string_equal(e[1].name, "main");
+	assert_int_equal(e[1].total, 9);
+	assert_int_equal(e[1].self, 0);
+	assert_string_equal(e[2].name, "do_syscall_64");
+	assert_int_equal(e[2].total, 7);
+	profile__free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_comments),
+		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_top),
+	};
+
+	return cmocka_run_group_tests_name("profile", tests, NULL, NULL);
+}

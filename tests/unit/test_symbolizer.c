@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The symbolizer against ELF fixtures the test build compiles (tests/data/src), with the
+ * addresses and sizes binutils' `nm` printed for them as the reference.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gelf.h>
+
+#include "unit.h"
+
+#include "../../symbolizer/symbolizer.h"
+
+static struct sym_object *open_fixture(struct symbolizer *s, const char *path)
+{
+	struct sym_object *o;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	o = symbolizer__open_fd(s, fd, path, 0, 0);
+	close(fd);
+	return o;
+}
+
+/* Name of vaddr in o, or NULL when unnamed. */
+static const char *name_of(struct symbolizer *s, struct sym_object *o, uint64_t vaddr)
+{
+	struct sym_frame f[4];
+	int n = symbolizer__symbolize(s, o, vaddr, f, 4);
+
+	assert_true(n >= 0);
+	return n ? f[0].name : NULL;
+}
+
+static void expect_named(struct symbolizer *s, struct sym_object *o, const char *fixture,
+			 const char *sym, const char *want)
+{
+	struct nm_symbol ns = { 0 };
+	const char *got;
+
+	if (nm_lookup(fixture, sym, &ns))
+		fail_msg("%s: no %s in the nm listing", fixture, sym);
+	got = name_of(s, o, ns.addr);
+	if (!got || strcmp(got, want))
+		fail_msg("%s: %s at %#llx named %s, want %s", fixture, sym,
+			 (unsigned long long)ns.addr, got ? got : "(nothing)", want);
+	if (ns.size > 1) {
+		got = name_of(s, o, ns.addr + ns.size - 1);
+		if (!got || strcmp(got, want))
+			fail_msg("%s: last byte of %s named %s", fixture, sym, got ? got : "-");
+	}
+}
+
+static void check_fixture(const char *fixture, bool stripped)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	char want[130], hex[130];
+	struct nm_symbol ns = { 0 };
+
+	assert_non_null(s);
+	o = open_fixture(s, fixture);
+	assert_non_null(o);
+
+	fixture_build_id(fixture, want, sizeof(want));
+	sym_object__build_id_hex(o, hex, sizeof(hex));
+	assert_string_equal(hex, want);
+
+	expect_named(s, o, fixture, "fx_exported_first", "fx_exported_first");
+	expect_named(s, o, fixture, "fx_exported_second", "fx_exported_second");
+	/* Aliases at one address: the global name wins over the weak one. */
+	expect_named(s, o, fixture, "fx_alias_target", "fx_alias_target");
+	expect_named(s, o, fixture, "fx_asm_after", "fx_asm_after");
+
+	/* A 1-byte symbol followed by padding: the padding belongs to no symbol. */
+	assert_int_equal(nm_lookup(fixture, "fx_asm_sized", &ns), 0);
+	assert_string_equal(name_of(s, o, ns.addr), "fx_asm_sized");
+	assert_null(name_of(s, o, ns.addr + 1));
+	assert_null(name_of(s, o, ns.addr + 15));
+	/* An unsized symbol extends to the next one. */
+	assert_int_equal(nm_lookup(fixture, "fx_asm_unsized", &ns), 0);
+	assert_string_equal(name_of(s, o, ns.addr + 20), "fx_asm_unsized");
+
+	if (!stripped) {
+		expect_named(s, o, fixture, "fx_internal", "fx_internal");
+	}
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
+static void test_pie(void **state)
+{
+	(void)state;
+	check_fixture(FIXTURE("fixture-pie"), false);
+}
+
+static void test_nopie(void **state)
+{
+	(void)state;
+	check_fixture(FIXTURE("fixture-nopie"), false);
+}
+
+static void test_shared_library(void **state)
+{
+	(void)state;
+	check_fixture(FIXTURE("libfixture.so"), false);
+}
+
+/* .dynsym only: exported names resolve; the internal function is never named after its
+ * exported neighbour. The addresses come from the unstripped library's listing. */
+static void test_dynsym_only(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	struct nm_symbol ns = { 0 };
+	uint64_t a;
+
+	(void)state;
+	check_fixture(FIXTURE("libfixture-stripped.so"), true);
+	o = open_fixture(s, FIXTURE("libfixture-stripped.so"));
+	assert_non_null(o);
+	assert_int_equal(nm_lookup(FIXTURE("libfixture.so"), "fx_internal", &ns), 0);
+	assert_true(ns.size > 0);
+	for (a = ns.addr; a < ns.addr + ns.size; a++) {
+		const char *got = name_of(s, o, a);
+
+		if (got)
+			fail_msg("internal code at %#llx named %s", (unsigned long long)a, got);
+	}
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
+static void test_no_build_id(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	const uint8_t *id;
+	char hex[8];
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("fixture-nobuildid"));
+	assert_non_null(o);
+	assert_int_equal(sym_object__build_id(o, &id), 0);
+	sym_object__build_id_hex(o, hex, sizeof(hex));
+	assert_string_equal(hex, "");
+	expect_named(s, o, FIXTURE("fixture-nobuildid"), "fx_exported_first", "fx_exported_first");
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
+/* File offsets to virtual addresses through PT_LOAD. Text of the non-PIE lies 0x400000 above
+ * its file offset; of the PIE and the library at the same offset (GNU ld's layout). */
+static void test_vaddr(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	struct nm_symbol ns = { 0 };
+	uint64_t v;
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("fixture-nopie"));
+	assert_int_equal(nm_lookup(FIXTURE("fixture-nopie"), "fx_exported_first", &ns), 0);
+	assert_int_equal(sym_object__vaddr(o, ns.addr - 0x400000, &v), 0);
+	assert_int_equal(v, ns.addr);
+	assert_int_equal(sym_object__vaddr(o, 1ULL << 40, &v), -ENOENT);
+	sym_object__put(o);
+
+	o = open_fixture(s, FIXTURE("libfixture.so"));
+	assert_int_equal(nm_lookup(FIXTURE("libfixture.so"), "fx_exported_first", &ns), 0);
+	assert_int_equal(sym_object__vaddr(o, ns.addr, &v), 0);
+	assert_int_equal(v, ns.addr);
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
+/* One object per file identity, found again without opening; gone after the last put. */
+static void test_objects_are_shared(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *a, *b, *c;
+	struct symbolizer_stats st;
+	struct stat sb;
+
+	(void)state;
+	assert_int_equal(stat(FIXTURE("fixture-pie"), &sb), 0);
+	a = open_fixture(s, FIXTURE("fixture-pie"));
+	b = open_fixture(s, FIXTURE("fixture-pie"));
+	assert_ptr_equal(a, b);
+	c = symbolizer__find(s, sb.st_dev, sb.st_ino);
+	assert_ptr_equal(a, c);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.objects, 1);
+	sym_object__put(a);
+	sym_object__put(b);
+	sym_object__put(c);
+	assert_null(symbolizer__find(s, sb.st_dev, sb.st_ino));
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.objects, 0);
+	symbolizer__free(s);
+}
+
+/* A budget smaller than any table: every lookup still answers, tables are evicted. */
+static void test_cache_budget(void **state)
+{
+	struct symbolizer_opts opts = { .sz = sizeof(opts), .cache_max_bytes = 1 };
+	struct symbolizer *s = symbolizer__new(&opts);
+	const char *fixtures[] = { FIXTURE("fixture-pie"), FIXTURE("fixture-nopie"),
+				   FIXTURE("libfixture.so") };
+	struct sym_object *o[3];
+	struct symbolizer_stats st;
+	int round, i;
+
+	(void)state;
+	for (i = 0; i < 3; i++)
+		o[i] = open_fixture(s, fixtures[i]);
+	for (round = 0; round < 3; round++)
+		for (i = 0; i < 3; i++)
+			expect_named(s, o[i], fixtures[i], "fx_exported_first", "fx_exported_first");
+	symbolizer__stats(s, &st);
+	assert_true(st.tables_evicted >= 6);
+	assert_int_equal(st.tables_loaded, st.tables_evicted + 1);
+	for (i = 0; i < 3; i++)
+		sym_object__put(o[i]);
+	symbolizer__free(s);
+}
+
+/* Tables are keyed by build ID: a second copy of a binary reuses the first one's table. */
+static void test_table_shared_by_build_id(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	char copy[] = "/tmp/ignis-test-copy-XXXXXX";
+	struct sym_object *a, *b;
+	struct symbolizer_stats st;
+	char buf[65536];
+	int in, out;
+	ssize_t n;
+
+	(void)state;
+	in = open(FIXTURE("fixture-pie"), O_RDONLY);
+	out = mkstemp(copy);
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+
+	a = open_fixture(s, FIXTURE("fixture-pie"));
+	b = open_fixture(s, copy);
+	unlink(copy);
+	assert_ptr_not_equal(a, b);
+	expect_named(s, a, FIXTURE("fixture-pie"), "fx_internal", "fx_internal");
+	expect_named(s, b, FIXTURE("fixture-pie"), "fx_internal", "fx_internal");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.tables_loaded, 1);
+	sym_object__put(a);
+	sym_object__put(b);
+	symbolizer__free(s);
+}
+
+static void test_not_elf(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	char path[] = "/tmp/ignis-test-bad-XXXXXX";
+	unsigned char head[4096];
+	int fd, src;
+	ssize_t n;
+
+	(void)state;
+	/* Text, a directory, a truncated ELF header, an ELF with its section table cut off. */
+	fd = mkstemp(path);
+	assert_int_equal(write(fd, "#!/bin/sh\necho hi\n", 18), 18);
+	assert_null(symbolizer__open_fd(s, fd, path, 0, 0));
+	assert_int_equal(errno, EINVAL);
+	close(fd);
+
+	fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+	assert_null(symbolizer__open_fd(s, fd, "/tmp", 0, 0));
+	close(fd);
+
+	src = open(FIXTURE("fixture-pie"), O_RDONLY);
+	n = read(src, head, sizeof(head));
+	close(src);
+	assert_true(n == (ssize_t)sizeof(head));
+	fd = open(path, O_RDWR | O_TRUNC);
+	assert_int_equal(write(fd, head, 40), 40);
+	assert_null(symbolizer__open_fd(s, fd, path, 0, 0));
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(pwrite(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+	{
+		/* Headers intact, the rest of the file gone: symbolizing must fail cleanly. */
+		struct sym_object *o = symbolizer__open_fd(s, fd, path, 0, 0);
+		struct sym_frame f[2];
+
+		if (o) {
+			assert_true(symbolizer__symbolize(s, o, 0x1100, f, 2) <= 1);
+			sym_object__put(o);
+		}
+	}
+	close(fd);
+	unlink(path);
+	symbolizer__free(s);
+}
+
+/* The vDSO from memory, as the agent reads it: its exported clock_gettime is named. */
+static void test_vdso(void **state)
+{
+	const void *base = (const void *)getauxval(AT_SYSINFO_EHDR);
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Sym sym;
+	uint64_t addr = 0;
+	size_t i;
+	const char *got;
+
+	(void)state;
+	if (!base)
+		skip();
+	o = symbolizer__open_memory(s, base, 8192, "[vdso]");
+	assert_non_null(o);
+	/* Find __vdso_clock_gettime with libelf directly, as the reference. */
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)base, 8192);
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d;
+
+		gelf_getshdr(scn, &sh);
+		if (sh.sh_type != SHT_DYNSYM)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			gelf_getsym(d, (int)i, &sym);
+			if (!strcmp(elf_strptr(elf, sh.sh_link, sym.st_name), "__vdso_clock_gettime"))
+				addr = sym.st_value;
+		}
+	}
+	elf_end(elf);
+	assert_true(addr != 0);
+	got = name_of(s, o, addr);
+	assert_non_null(got);
+	assert_true(!strcmp(got, "__vdso_clock_gettime") || !strcmp(got, "clock_gettime"));
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pie),
+		cmocka_unit_test(test_nopie),
+		cmocka_unit_test(test_shared_library),
+		cmocka_unit_test(test_dynsym_only),
+		cmocka_unit_test(test_no_build_id),
+		cmocka_unit_test(test_vaddr),
+		cmocka_unit_test(test_objects_are_shared),
+		cmocka_unit_test(test_cache_budget),
+		cmocka_unit_test(test_table_shared_by_build_id),
+		cmocka_unit_test(test_not_elf),
+		cmocka_unit_test(test_vdso),
+	};
+
+	return cmocka_run_group_tests_name("symbolizer", tests, NULL, NULL);
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * burn [SECONDS] [THREADS]: THREADS threads spin for SECONDS of wall time in
+ * main -> burn_threads -> burn_loop -> burn_spin, then exit. Used for short-lived processes,
+ * sample accounting and --pid filtering. Built as a non-PIE executable as well (burn-nopie).
+ */
+#include <pthread.h>
+
+#include "workload.h"
+
+static volatile uint64_t sink;
+static double seconds = 1.5;
+
+NOINLINE static void burn_touch(uint64_t v)
+{
+	sink += v;
+}
+
+NOINLINE static void burn_spin(void)
+{
+	uint64_t x = 5;
+
+	for (int i = 0; i < 50000; i++)
+		x = x * 6364136223846793005ULL + 1;
+	burn_touch(x);
+}
+
+NOINLINE static void *burn_loop(void *arg)
+{
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+
+	(void)arg;
+	while (mono_ns() < end)
+		burn_spin();
+	return NULL;
+}
+
+NOINLINE static int burn_threads(int n)
+{
+	pthread_t t[64];
+	int i;
+
+	if (n < 1)
+		n = 1;
+	if (n > 64)
+		n = 64;
+	for (i = 1; i < n; i++)
+		if (pthread_create(&t[i], NULL, burn_loop, NULL))
+			return 1;
+	burn_loop(NULL);
+	for (i = 1; i < n; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	seconds = arg_seconds(argc, argv, 1, 1.5);
+	return burn_threads(argc > 2 ? atoi(argv[2]) : 1);
+}

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * hot2 [SECONDS]: two threads, each spending 70 % of its CPU time in hot_a and 30 % in hot_b
+ * (measured on the thread's own CPU clock), under main -> run_threads -> worker -> phase_*.
+ */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "workload.h"
+
+static volatile uint64_t sink;
+
+NOINLINE static void touch(uint64_t v)
+{
+	sink += v;
+}
+
+/* Spin on the thread's CPU clock until `ns` of CPU time passed. */
+NOINLINE static void hot_a(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns, x = 1;
+
+	do {
+		for (int i = 0; i < 20000; i++)
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		touch(x);
+	} while (thread_cpu_ns() < end);
+}
+
+NOINLINE static void hot_b(uint64_t ns)
+{
+	uint64_t end = thread_cpu_ns() + ns, x = 7;
+
+	do {
+		for (int i = 0; i < 20000; i++)
+			x = (x ^ (x >> 7)) * 0x9e3779b97f4a7c15ULL;
+		touch(x);
+	} while (thread_cpu_ns() < end);
+}
+
+NOINLINE static void phase_a(void)
+{
+	hot_a(7000000);
+	touch(1);
+}
+
+NOINLINE static void phase_b(void)
+{
+	hot_b(3000000);
+	touch(2);
+}
+
+static double seconds = 5;
+
+NOINLINE static void *worker(void *arg)
+{
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+
+	(void)arg;
+	while (mono_ns() < end) {
+		phase_a();
+		phase_b();
+	}
+	return NULL;
+}
+
+NOINLINE static int run_threads(void)
+{
+	pthread_t t[2];
+
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, worker, NULL))
+			return 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int ret;
+
+	seconds = arg_seconds(argc, argv, 1, 5);
+	ret = run_threads();
+	touch((uint64_t)ret);
+	return ret;
+}

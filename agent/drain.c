@@ -69,8 +69,7 @@ uint64_t drained_window__total(const struct drained_window *w)
 	return total;
 }
 
-static int add_sample(struct drained_window *w, const struct ignis_sample_key *key,
-		      uint64_t count)
+static int add_sample(struct drained_window *w, const struct ignis_sample_key *key, uint64_t count)
 {
 	int err = grow_array((void **)&w->samples, &w->cap_samples, w->nr_samples + 1,
 			     sizeof(*w->samples));
@@ -168,10 +167,10 @@ static int drain_map(int fd, size_t key_size, size_t value_size, uint32_t chunk,
 		if (ret) {
 			err = -errno;
 			if (err == -ENOENT) {
-				done = true;	/* the last chunk may still hold entries */
+				done = true; /* the last chunk may still hold entries */
 				err = 0;
-			} else if (first && (err == -EINVAL || err == -EOPNOTSUPP ||
-					     err == -ENOTSUPP)) {
+			} else if (first &&
+				   (err == -EINVAL || err == -EOPNOTSUPP || err == -ENOTSUPP)) {
 				err = drain_slow(fd, key_size, value_size, w, fn);
 				goto cleanup;
 			} else {

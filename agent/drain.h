@@ -29,16 +29,16 @@ struct drained_sample {
 struct drained_stack {
 	uint64_t id;
 	uint32_t len;
-	uint64_t ips[];			/* leaf first */
+	uint64_t ips[]; /* leaf first */
 };
 
 struct drained_window {
 	struct drained_sample *samples;
 	size_t nr_samples;
 	size_t cap_samples;
-	struct hashmap stacks;		/* &id -> struct drained_stack */
-	uint64_t stats[STAT_NR];	/* the generation's counters, summed over CPUs */
-	uint64_t nr_stack_frames;	/* frames held in stacks, for accounting */
+	struct hashmap stacks;	  /* &id -> struct drained_stack */
+	uint64_t stats[STAT_NR];  /* the generation's counters, summed over CPUs */
+	uint64_t nr_stack_frames; /* frames held in stacks, for accounting */
 };
 
 void drained_window__init(struct drained_window *w);

@@ -16,7 +16,7 @@ typedef bool (*hashmap_equal_fn)(const void *a, const void *b);
 
 struct hashmap_entry {
 	uint64_t hash;
-	const void *key;	/* NULL: empty slot */
+	const void *key; /* NULL: empty slot */
 	void *value;
 };
 
@@ -24,7 +24,7 @@ struct hashmap {
 	hashmap_hash_fn hash;
 	hashmap_equal_fn equal;
 	struct hashmap_entry *slots;
-	size_t cap;		/* power of two, or 0 */
+	size_t cap; /* power of two, or 0 */
 	size_t nr;
 };
 
@@ -48,8 +48,8 @@ static inline size_t hashmap__size(const struct hashmap *m)
 }
 
 /* Iterate over the entries; the map must not change during the walk. */
-#define hashmap__for_each(m, e)                                                                \
-	for ((e) = (m)->slots; (m)->slots && (e) < (m)->slots + (m)->cap; (e)++)               \
+#define hashmap__for_each(m, e)                                                  \
+	for ((e) = (m)->slots; (m)->slots && (e) < (m)->slots + (m)->cap; (e)++) \
 		if ((e)->key)
 
 /* 64-bit hash of n bytes (FNV-1a with a final avalanche). */

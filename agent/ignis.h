@@ -12,22 +12,22 @@
 
 #define __must_check __attribute__((warn_unused_result))
 
-#define NSEC_PER_SEC UINT64_C(1000000000)
+#define NSEC_PER_SEC  UINT64_C(1000000000)
 #define NSEC_PER_MSEC UINT64_C(1000000)
 
 /* Free *p and set it to NULL. */
-#define zfree(p)                                                                               \
-	do {                                                                                   \
-		free(*(p));                                                                    \
-		*(p) = NULL;                                                                   \
+#define zfree(p)             \
+	do {                 \
+		free(*(p));  \
+		*(p) = NULL; \
 	} while (0)
 
 /* Close *fd if open and set it to -1. */
-#define zclose(fd)                                                                             \
-	do {                                                                                   \
-		if (*(fd) >= 0)                                                                \
-			close(*(fd));                                                          \
-		*(fd) = -1;                                                                    \
+#define zclose(fd)                    \
+	do {                          \
+		if (*(fd) >= 0)       \
+			close(*(fd)); \
+		*(fd) = -1;           \
 	} while (0)
 
 /* Kernel-style integer types belong to the BPF side and to libbpf call sites only. */

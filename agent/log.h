@@ -11,10 +11,10 @@
 #include <stdarg.h>
 
 enum log_level {
-	LOG_LEVEL_ERROR = 3,	/* syslog LOG_ERR */
-	LOG_LEVEL_WARN = 4,	/* LOG_WARNING */
-	LOG_LEVEL_INFO = 6,	/* LOG_INFO */
-	LOG_LEVEL_DEBUG = 7,	/* LOG_DEBUG */
+	LOG_LEVEL_ERROR = 3, /* syslog LOG_ERR */
+	LOG_LEVEL_WARN = 4,  /* LOG_WARNING */
+	LOG_LEVEL_INFO = 6,  /* LOG_INFO */
+	LOG_LEVEL_DEBUG = 7, /* LOG_DEBUG */
 };
 
 extern enum log_level log_max_level;
@@ -28,15 +28,15 @@ void log_vprintf(enum log_level level, const char *fmt, va_list ap)
 
 #define log_enabled(level) ((level) <= log_max_level)
 
-#define __pr(level, ...)                                                                       \
-	do {                                                                                   \
-		if (log_enabled(level))                                                        \
-			log_printf(level, __VA_ARGS__);                                        \
+#define __pr(level, ...)                                \
+	do {                                            \
+		if (log_enabled(level))                 \
+			log_printf(level, __VA_ARGS__); \
 	} while (0)
 
-#define pr_err(...) __pr(LOG_LEVEL_ERROR, __VA_ARGS__)
-#define pr_warn(...) __pr(LOG_LEVEL_WARN, __VA_ARGS__)
-#define pr_info(...) __pr(LOG_LEVEL_INFO, __VA_ARGS__)
+#define pr_err(...)   __pr(LOG_LEVEL_ERROR, __VA_ARGS__)
+#define pr_warn(...)  __pr(LOG_LEVEL_WARN, __VA_ARGS__)
+#define pr_info(...)  __pr(LOG_LEVEL_INFO, __VA_ARGS__)
 #define pr_debug(...) __pr(LOG_LEVEL_DEBUG, __VA_ARGS__)
 
 /*
@@ -44,12 +44,12 @@ void log_vprintf(enum log_level level, const char *fmt, va_list ap)
  * occurrences of a call site, then one in `every`. Per call site, not thread-safe (the agent
  * logs from one thread).
  */
-#define pr_warn_ratelimited(burst, every, ...)                                                 \
-	do {                                                                                   \
-		static unsigned long __n;                                                      \
-		if (__n < (burst) || __n % (every) == 0)                                       \
-			pr_warn(__VA_ARGS__);                                                  \
-		__n++;                                                                         \
+#define pr_warn_ratelimited(burst, every, ...)           \
+	do {                                             \
+		static unsigned long __n;                \
+		if (__n < (burst) || __n % (every) == 0) \
+			pr_warn(__VA_ARGS__);            \
+		__n++;                                   \
 	} while (0)
 
 #endif /* IGNIS_LOG_H */

@@ -45,7 +45,7 @@
 #define SUMMARY_EVERY_WINDOWS 6
 /* kallsyms is read again at most this often when kernel addresses stay unnamed. */
 #define KALLSYMS_RELOAD_NS (300 * NSEC_PER_SEC)
-#define GZIP_LEVEL 6
+#define GZIP_LEVEL	   6
 
 static volatile sig_atomic_t stop_requested;
 
@@ -79,7 +79,7 @@ struct agent {
 	char kernel_build_id[2 * 64 + 1];
 	bool kernel_symbols;
 	uint64_t kallsyms_loaded_ns;
-	uint64_t seq;			/* the window being recorded */
+	uint64_t seq; /* the window being recorded */
 	uint64_t window_start_real;
 	uint64_t window_start_mono;
 	struct totals totals;
@@ -184,8 +184,8 @@ static int add_comments(struct profile *p, struct agent *a, const struct drained
 	char line[512];
 	int err;
 
-	snprintf(line, sizeof(line), "ignis %s on %s, window %" PRIu64, IGNIS_VERSION,
-		 a->hostname, seq);
+	snprintf(line, sizeof(line), "ignis %s on %s, window %" PRIu64, IGNIS_VERSION, a->hostname,
+		 seq);
 	err = profile__comment(p, line);
 	if (err)
 		return err;
@@ -219,17 +219,16 @@ static void log_window(struct agent *a, uint64_t seq, const struct drained_windo
 		 " kstack_err=%" PRIu64 " events_lost=%" PRIu64 " profiled=%" PRIu64
 		 " processes=%" PRIu64 " no_image=%" PRIu64 " kthread=%" PRIu64
 		 " truncated=%" PRIu64 " broken_chains=%" PRIu64 " root_unknown=%" PRIu64
-		 " unknown_frames=%" PRIu64
-		 " unnamed_frames=%" PRIu64 " cap_dropped=%" PRIu64 " stacks=%zu bytes=%zu file=%s",
+		 " unknown_frames=%" PRIu64 " unnamed_frames=%" PRIu64 " cap_dropped=%" PRIu64
+		 " stacks=%zu bytes=%zu file=%s",
 		 seq, duration_ns / NSEC_PER_MSEC, sampler__nr_cpus(a->sampler), st[STAT_SAMPLES],
 		 fired, st[STAT_IDLE], st[STAT_FILTERED], recorded, drops_of(st),
 		 st[STAT_DROP_STACKS_FULL], st[STAT_DROP_STACK_COLLISION],
 		 st[STAT_DROP_COUNTS_FULL], unaccounted, st[STAT_USTACK_ERR], st[STAT_KSTACK_ERR],
 		 st[STAT_EVENTS_LOST], ws->samples, ws->processes, ws->no_image_samples,
 		 ws->kthread_samples, ws->truncated_stacks, ws->broken_chains,
-		 ws->root_unknown_stacks,
-		 ws->unknown_frames, ws->unnamed_frames, ws->dropped_profile_cap,
-		 hashmap__size(&dw->stacks), bytes, path ? path : "-");
+		 ws->root_unknown_stacks, ws->unknown_frames, ws->unnamed_frames,
+		 ws->dropped_profile_cap, hashmap__size(&dw->stacks), bytes, path ? path : "-");
 }
 
 static void log_summary(struct agent *a)
@@ -244,8 +243,7 @@ static void log_summary(struct agent *a)
 		" dropped, %" PRIu64 " process events lost; %" PRIu64 " processes tracked, "
 		"%" PRIu64 " symbol tables (%" PRIu64 " KiB); %" PRIu64 " KiB written",
 		t->windows, t->samples, t->recorded, t->dropped, t->events_lost, ps.images,
-		ss.tables_loaded - ss.tables_evicted, ss.cache_bytes >> 10,
-		t->bytes_written >> 10);
+		ss.tables_loaded - ss.tables_evicted, ss.cache_bytes >> 10, t->bytes_written >> 10);
 }
 
 static bool image_known(void *ctx, uint32_t tgid, uint64_t start_time, uint32_t exec_id)
@@ -330,13 +328,15 @@ static int do_window(struct agent *a)
 	}
 
 	if (dw.stats[STAT_EVENTS_LOST])
-		pr_warn_ratelimited(5, 60, "window %" PRIu64 ": %" PRIu64 " process events lost "
-					   "(ring buffer full); the rescan recovers them",
+		pr_warn_ratelimited(5, 60,
+				    "window %" PRIu64 ": %" PRIu64 " process events lost "
+				    "(ring buffer full); the rescan recovers them",
 				    seq, dw.stats[STAT_EVENTS_LOST]);
 	if (drops_of(dw.stats))
-		pr_warn_ratelimited(5, 60, "window %" PRIu64 ": %" PRIu64 " samples dropped "
-					   "(stacks map full %" PRIu64 ", collisions %" PRIu64
-					   ", counts map full %" PRIu64 ")",
+		pr_warn_ratelimited(5, 60,
+				    "window %" PRIu64 ": %" PRIu64 " samples dropped "
+				    "(stacks map full %" PRIu64 ", collisions %" PRIu64
+				    ", counts map full %" PRIu64 ")",
 				    seq, drops_of(dw.stats), dw.stats[STAT_DROP_STACKS_FULL],
 				    dw.stats[STAT_DROP_STACK_COLLISION],
 				    dw.stats[STAT_DROP_COUNTS_FULL]);
@@ -351,8 +351,8 @@ static int do_window(struct agent *a)
 		       "CPUs): %" PRIu64 " profiled in %" PRIu64 " processes, %" PRIu64
 		       " idle, %" PRIu64 " dropped\n",
 		       seq, dw.stats[STAT_SAMPLES], (double)po.duration_ns / NSEC_PER_SEC, rate,
-		       sampler__nr_cpus(a->sampler), ws.samples, ws.processes,
-		       dw.stats[STAT_IDLE], drops_of(dw.stats));
+		       sampler__nr_cpus(a->sampler), ws.samples, ws.processes, dw.stats[STAT_IDLE],
+		       drops_of(dw.stats));
 		if (path[0])
 			printf("  profile: %s (%zu bytes)\n", path, len);
 		if (top_print(stdout, p, a->cfg->top))
@@ -368,7 +368,7 @@ static int do_window(struct agent *a)
 	a->totals.unaccounted += unaccounted > 0 ? (uint64_t)unaccounted : 0;
 
 	if (ws.kernel_unnamed && now_mono_ns() - a->kallsyms_loaded_ns > KALLSYMS_RELOAD_NS)
-		load_kallsyms(a);	/* modules loaded since */
+		load_kallsyms(a); /* modules loaded since */
 cleanup:
 	free(buf);
 	profile__free(p);
@@ -411,7 +411,7 @@ static int run(struct agent *a)
 			if (err)
 				return err;
 			next += interval;
-			if (next <= now_mono_ns())	/* the window ran late: skip ahead */
+			if (next <= now_mono_ns()) /* the window ran late: skip ahead */
 				next = now_mono_ns() + interval;
 			continue;
 		}

@@ -11,10 +11,10 @@
 typedef int (*option_parse_fn)(struct agent_config *cfg, const char *arg, char *why, size_t len);
 
 struct option_desc {
-	const char *name;		/* long option, without dashes */
-	const char *arg;		/* metavariable, NULL for a flag */
+	const char *name; /* long option, without dashes */
+	const char *arg;  /* metavariable, NULL for a flag */
 	const char *help;
-	const char *def;		/* default shown in the usage, or NULL */
+	const char *def; /* default shown in the usage, or NULL */
 	option_parse_fn parse;
 };
 
@@ -40,11 +40,20 @@ int parse_size(const char *s, uint64_t *bytes)
 		const char *suffix;
 		uint64_t mult;
 	} units[] = {
-		{ "", 1 },	       { "B", 1 },	       { "K", 1ULL << 10 },
-		{ "KB", 1000 },	       { "KiB", 1ULL << 10 }, { "M", 1ULL << 20 },
-		{ "MB", 1000000 },     { "MiB", 1ULL << 20 }, { "G", 1ULL << 30 },
-		{ "GB", 1000000000 }, { "GiB", 1ULL << 30 }, { "T", 1ULL << 40 },
-		{ "TB", 1000000000000ULL }, { "TiB", 1ULL << 40 },
+		{ "", 1 },
+		{ "B", 1 },
+		{ "K", 1ULL << 10 },
+		{ "KB", 1000 },
+		{ "KiB", 1ULL << 10 },
+		{ "M", 1ULL << 20 },
+		{ "MB", 1000000 },
+		{ "MiB", 1ULL << 20 },
+		{ "G", 1ULL << 30 },
+		{ "GB", 1000000000 },
+		{ "GiB", 1ULL << 30 },
+		{ "T", 1ULL << 40 },
+		{ "TB", 1000000000000ULL },
+		{ "TiB", 1ULL << 40 },
 	};
 	unsigned long long v;
 	char *end;
@@ -229,7 +238,8 @@ static int opt_max_stacks(struct agent_config *cfg, const char *arg, char *why, 
 	uint64_t v;
 
 	if (parse_uint(arg, 0, 1U << 22, &v) || (v && v < 1024))
-		return WHY("must be 0 (sized from CPUs, frequency and interval) or 1024 to 4194304");
+		return WHY(
+			"must be 0 (sized from CPUs, frequency and interval) or 1024 to 4194304");
 	cfg->max_stacks = (uint32_t)v;
 	return 0;
 }
@@ -260,10 +270,10 @@ static const struct option_desc options[] = {
 	{ "interval", "SECONDS", "window length: one profile per window", "10", opt_interval },
 	{ "duration", "SECONDS", "stop after this long (0: run until SIGINT/SIGTERM)", "0",
 	  opt_duration },
-	{ "output-dir", "DIR", "write one pprof (.pb.gz) per window into DIR",
-	  DEFAULT_OUTPUT_DIR, opt_output_dir },
-	{ "output-max-bytes", "SIZE", "remove the oldest profiles beyond this total size",
-	  "256MiB", opt_output_max_bytes },
+	{ "output-dir", "DIR", "write one pprof (.pb.gz) per window into DIR", DEFAULT_OUTPUT_DIR,
+	  opt_output_dir },
+	{ "output-max-bytes", "SIZE", "remove the oldest profiles beyond this total size", "256MiB",
+	  opt_output_max_bytes },
 	{ "output-max-age", "DURATION", "remove profiles older than this", "72h",
 	  opt_output_max_age },
 	{ "pid", "PID", "profile only this process (repeatable)", NULL, opt_pid },

@@ -16,21 +16,21 @@
 #include "sampler.h"
 
 struct agent_config {
-	unsigned int frequency_hz;	/* samples per second per CPU */
-	unsigned int interval_sec;	/* window length */
-	unsigned int duration_sec;	/* stop after this long; 0: until SIGINT/SIGTERM */
-	char *output_dir;		/* local sink folder */
-	uint64_t output_max_bytes;	/* the folder's size cap, bytes */
-	uint64_t output_max_age_sec;	/* files older than this are removed */
-	uint32_t *pids;			/* --pid filter, tgids */
+	unsigned int frequency_hz;   /* samples per second per CPU */
+	unsigned int interval_sec;   /* window length */
+	unsigned int duration_sec;   /* stop after this long; 0: until SIGINT/SIGTERM */
+	char *output_dir;	     /* local sink folder */
+	uint64_t output_max_bytes;   /* the folder's size cap, bytes */
+	uint64_t output_max_age_sec; /* files older than this are removed */
+	uint32_t *pids;		     /* --pid filter, tgids */
 	size_t nr_pids;
 	bool kernel_stacks;
-	unsigned int top;		/* print the N hottest functions after each window */
+	unsigned int top; /* print the N hottest functions after each window */
 	enum log_level log_level;
 	enum sampler_event event;
 	uint64_t symbol_cache_bytes;
-	uint32_t max_stacks;		/* stacks per generation, 0: sized from CPUs and Hz */
-	bool skip_walk;			/* benchmark only: sample without walking stacks */
+	uint32_t max_stacks; /* stacks per generation, 0: sized from CPUs and Hz */
+	bool skip_walk;	     /* benchmark only: sample without walking stacks */
 	bool show_version;
 	bool show_help;
 };

@@ -79,8 +79,8 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 	a->functions = alloc_n(p->nr_functions, sizeof(*a->functions));
 	a->function_ptrs = alloc_n(p->nr_functions, sizeof(*a->function_ptrs));
 	if (!a->samples || !a->sample_ptrs || !a->values || !a->labels || !a->label_ptrs ||
-	    !a->mappings || !a->mapping_ptrs || !a->locations || !a->location_ptrs ||
-	    !a->lines || !a->line_ptrs || !a->functions || !a->function_ptrs)
+	    !a->mappings || !a->mapping_ptrs || !a->locations || !a->location_ptrs || !a->lines ||
+	    !a->line_ptrs || !a->functions || !a->function_ptrs)
 		return -ENOMEM;
 
 	for (i = 0; i < 3; i++)
@@ -89,7 +89,7 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 	types[0].unit = p->str_count;
 	types[1].type = p->str_cpu;
 	types[1].unit = p->str_nanoseconds;
-	types[2] = types[1];	/* period type */
+	types[2] = types[1]; /* period type */
 	type_ptrs[0] = &types[0];
 	type_ptrs[1] = &types[1];
 

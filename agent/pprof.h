@@ -22,7 +22,7 @@ struct profile;
 int pprof_encode(const struct profile *p, int gzip_level, uint8_t **out, size_t *len) __must_check;
 
 /* gzip-compress (RFC 1952) len bytes. *out is malloc'd. Returns 0 or -errno. */
-int gzip_compress(const uint8_t *in, size_t len, int level, uint8_t **out, size_t *out_len)
-	__must_check;
+int gzip_compress(const uint8_t *in, size_t len, int level, uint8_t **out,
+		  size_t *out_len) __must_check;
 
 #endif /* IGNIS_PPROF_H */

@@ -17,13 +17,13 @@
 #include "proctab.h"
 
 /* Caps on what one process can make us hold. */
-#define MAX_MAPS_BYTES (64UL << 20)
+#define MAX_MAPS_BYTES	  (64UL << 20)
 #define MAX_EXEC_MAPPINGS 16384
 
 struct proctab {
 	struct proctab_opts opts;
-	struct hashmap images;		/* &img->id -> img */
-	struct hashmap by_tgid;		/* &img->id.tgid -> the newest image of that tgid */
+	struct hashmap images;	/* &img->id -> img */
+	struct hashmap by_tgid; /* &img->id.tgid -> the newest image of that tgid */
 	struct proctab_stats stats;
 };
 
@@ -183,8 +183,7 @@ static bool overlaps(const struct proc_mapping *m, const struct proc_mapping *ma
  * mappings that did not change. Mappings that disappeared stay, marked stale in `window`,
  * unless a new mapping overlaps them.
  */
-static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inode,
-		   uint64_t window)
+static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inode, uint64_t window)
 {
 	struct proc_mapping *maps = NULL, *old;
 	size_t nr = 0, cap = 0, i, j;
@@ -198,7 +197,7 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 		return pid_fd;
 	err = procfs_start_ticks(pid_fd, &ticks);
 	if (!err && ticks != procfs_ns_to_ticks(img->id.start_time))
-		err = -ESRCH;	/* the PID belongs to another process now */
+		err = -ESRCH; /* the PID belongs to another process now */
 	if (err)
 		goto cleanup;
 	len = procfs_read_file(pid_fd, "maps", MAX_MAPS_BYTES, &text);
@@ -228,8 +227,10 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 		if (!e.exec || !strcmp(e.path, "[vsyscall]"))
 			continue;
 		if (nr >= MAX_EXEC_MAPPINGS) {
-			pr_warn_ratelimited(5, 1000, "pid %u: over %d executable mappings, rest "
-						     "ignored", img->id.tgid, MAX_EXEC_MAPPINGS);
+			pr_warn_ratelimited(5, 1000,
+					    "pid %u: over %d executable mappings, rest "
+					    "ignored",
+					    img->id.tgid, MAX_EXEC_MAPPINGS);
 			break;
 		}
 		err = grow_array((void **)&maps, &cap, nr + 1, sizeof(*maps));
@@ -275,7 +276,7 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 				goto cleanup;
 			if (m->stale_window == UINT64_MAX)
 				m->stale_window = window;
-			maps[nr++] = *m;	/* moves the object reference */
+			maps[nr++] = *m; /* moves the object reference */
 			memset(m, 0, sizeof(*m));
 		} else {
 			mapping_fini(m);
@@ -323,7 +324,8 @@ static void retire_tgid(struct proctab *pt, uint32_t tgid, const struct proc_id 
 
 static int new_image(struct proctab *pt, const struct ignis_proc_event *ev, uint64_t window)
 {
-	struct proc_id id = { .tgid = ev->tgid, .exec_id = ev->exec_id,
+	struct proc_id id = { .tgid = ev->tgid,
+			      .exec_id = ev->exec_id,
 			      .start_time = ev->start_time };
 	struct proc_image *img = hashmap__find(&pt->images, &id);
 	int err;
@@ -475,7 +477,7 @@ int proctab__rescan(struct proctab *pt, uint64_t window)
 			if (!err && ticks == procfs_ns_to_ticks(img->id.start_time))
 				continue;
 			if (err && err != -ESRCH)
-				continue;	/* unreadable is not gone */
+				continue; /* unreadable is not gone */
 		} else if (fd != -ESRCH) {
 			continue;
 		}

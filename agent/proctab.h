@@ -28,52 +28,52 @@ struct sym_object;
 struct proc_id {
 	uint32_t tgid;
 	uint32_t exec_id;
-	uint64_t start_time;		/* start_boottime of the group leader, ns */
+	uint64_t start_time; /* start_boottime of the group leader, ns */
 };
 
 enum mapping_kind {
-	MAPPING_FILE,			/* a file; object set when it could be opened */
-	MAPPING_VDSO,			/* the kernel's vDSO image */
-	MAPPING_ANON,			/* anonymous executable memory (JIT), no file */
+	MAPPING_FILE, /* a file; object set when it could be opened */
+	MAPPING_VDSO, /* the kernel's vDSO image */
+	MAPPING_ANON, /* anonymous executable memory (JIT), no file */
 };
 
 struct proc_mapping {
 	uint64_t start;
 	uint64_t end;
-	uint64_t offset;		/* file offset of start */
+	uint64_t offset; /* file offset of start */
 	enum mapping_kind kind;
-	struct sym_object *object;	/* owned reference, or NULL */
-	char *name;			/* path as the process sees it, "[vdso]", "[anon]" */
-	uint64_t stale_window;		/* gone from the last capture in this window, or
+	struct sym_object *object; /* owned reference, or NULL */
+	char *name;		   /* path as the process sees it, "[vdso]", "[anon]" */
+	uint64_t stale_window;	   /* gone from the last capture in this window, or
 					 * UINT64_MAX while current */
 };
 
 struct proc_image {
 	struct proc_id id;
-	char comm[16];			/* the process's name (its main thread's comm) */
-	struct proc_mapping *maps;	/* sorted by start; stale ones overlap no current one */
+	char comm[16];		   /* the process's name (its main thread's comm) */
+	struct proc_mapping *maps; /* sorted by start; stale ones overlap no current one */
 	size_t nr_maps;
 	size_t cap_maps;
-	uint64_t captured_ns;		/* CLOCK_MONOTONIC of the last capture */
-	uint64_t exited_window;		/* window in which it exited, UINT64_MAX while alive */
-	bool incomplete;		/* some mapped file could not be opened */
+	uint64_t captured_ns;	/* CLOCK_MONOTONIC of the last capture */
+	uint64_t exited_window; /* window in which it exited, UINT64_MAX while alive */
+	bool incomplete;	/* some mapped file could not be opened */
 };
 
 /* Counters since proctab__new(). */
 struct proctab_stats {
-	uint64_t images;		/* images held now */
-	uint64_t captures;		/* successful captures of mappings */
-	uint64_t capture_errors;	/* captures that failed (process gone, exec'd, denied) */
-	uint64_t files_opened;		/* mapped files opened */
-	uint64_t file_errors;		/* mapped files that could not be opened or parsed */
-	uint64_t exits_missed;		/* exits found by the rescan, not by an event */
+	uint64_t images;	 /* images held now */
+	uint64_t captures;	 /* successful captures of mappings */
+	uint64_t capture_errors; /* captures that failed (process gone, exec'd, denied) */
+	uint64_t files_opened;	 /* mapped files opened */
+	uint64_t file_errors;	 /* mapped files that could not be opened or parsed */
+	uint64_t exits_missed;	 /* exits found by the rescan, not by an event */
 };
 
 struct proctab_opts {
-	const char *proc_root;		/* "/proc" */
+	const char *proc_root; /* "/proc" */
 	struct symbolizer *symbolizer;
-	struct sym_object *vdso;	/* object for [vdso] mappings, or NULL */
-	uint64_t min_recapture_ns;	/* min time between two captures of one image for
+	struct sym_object *vdso;   /* object for [vdso] mappings, or NULL */
+	uint64_t min_recapture_ns; /* min time between two captures of one image for
 					 * addresses outside every mapping */
 };
 

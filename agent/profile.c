@@ -10,10 +10,10 @@
 
 #include "profile.h"
 
-#define DEFAULT_MAX_STRINGS (1U << 20)
+#define DEFAULT_MAX_STRINGS   (1U << 20)
 #define DEFAULT_MAX_LOCATIONS (1U << 20)
-#define DEFAULT_MAX_SAMPLES (1U << 20)
-#define ARENA_BLOCK (64U << 10)
+#define DEFAULT_MAX_SAMPLES   (1U << 20)
+#define ARENA_BLOCK	      (64U << 10)
 
 struct arena_block {
 	struct arena_block *next;
@@ -121,7 +121,8 @@ static bool equal_sample_key(const void *a, const void *b)
 	       x->nr_labels == y->nr_labels &&
 	       (!x->nr_locations ||
 		!memcmp(x->locations, y->locations, x->nr_locations * sizeof(x->locations[0]))) &&
-	       (!x->nr_labels || !memcmp(x->labels, y->labels, x->nr_labels * sizeof(x->labels[0])));
+	       (!x->nr_labels ||
+		!memcmp(x->labels, y->labels, x->nr_labels * sizeof(x->labels[0])));
 }
 
 struct profile *profile__new(const struct profile_opts *opts)

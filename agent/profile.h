@@ -25,14 +25,14 @@ struct profile_mapping {
 	uint64_t memory_start;
 	uint64_t memory_limit;
 	uint64_t file_offset;
-	int64_t filename;		/* string index */
-	int64_t build_id;		/* string index, hex */
+	int64_t filename; /* string index */
+	int64_t build_id; /* string index, hex */
 	bool has_functions;
 	bool has_filenames;
 	bool has_line_numbers;
 	bool has_inline_frames;
-	uint64_t nr_unnamed;		/* locations of this mapping without a Line */
-	const void *key;		/* the caller's dedup key (owned copy) */
+	uint64_t nr_unnamed; /* locations of this mapping without a Line */
+	const void *key;     /* the caller's dedup key (owned copy) */
 	size_t key_len;
 };
 
@@ -51,11 +51,11 @@ struct profile_line {
 
 struct profile_location {
 	uint64_t id;
-	uint64_t mapping_id;		/* 0: none */
+	uint64_t mapping_id; /* 0: none */
 	uint64_t address;
-	uint32_t nr_lines;		/* 0: not symbolized */
-	uint32_t first_line;		/* index into profile.lines */
-	uint64_t tag;			/* part of the dedup key: distinguishes placeholders */
+	uint32_t nr_lines;   /* 0: not symbolized */
+	uint32_t first_line; /* index into profile.lines */
+	uint64_t tag;	     /* part of the dedup key: distinguishes placeholders */
 };
 
 /* A label: string value when str != 0, else numeric. */
@@ -68,24 +68,24 @@ struct profile_label {
 struct profile_sample {
 	uint32_t nr_locations;
 	uint32_t nr_labels;
-	uint64_t *locations;		/* leaf first, ids */
+	uint64_t *locations; /* leaf first, ids */
 	struct profile_label *labels;
-	int64_t values[2];		/* samples/count, cpu/nanoseconds */
+	int64_t values[2]; /* samples/count, cpu/nanoseconds */
 	uint64_t hash;
 };
 
 struct profile_opts {
-	uint64_t period_ns;		/* 1e9 / sampling frequency */
-	uint64_t time_ns;		/* window start, Unix ns */
-	uint64_t duration_ns;		/* window length */
-	size_t max_strings;		/* caps; 0: defaults (1M strings, 1M locations, ...) */
+	uint64_t period_ns;   /* 1e9 / sampling frequency */
+	uint64_t time_ns;     /* window start, Unix ns */
+	uint64_t duration_ns; /* window length */
+	size_t max_strings;   /* caps; 0: defaults (1M strings, 1M locations, ...) */
 	size_t max_locations;
 	size_t max_samples;
 };
 
 struct profile {
 	struct profile_opts opts;
-	char **strings;			/* strings[0] == "" */
+	char **strings; /* strings[0] == "" */
 	size_t nr_strings, cap_strings;
 	struct profile_mapping *mappings;
 	size_t nr_mappings, cap_mappings;
@@ -97,13 +97,13 @@ struct profile {
 	size_t nr_lines, cap_lines;
 	struct profile_sample *samples;
 	size_t nr_samples, cap_samples;
-	uint64_t total_count;		/* sum of samples/count */
-	int64_t *comments;		/* string indexes of Profile.comment */
+	uint64_t total_count; /* sum of samples/count */
+	int64_t *comments;    /* string indexes of Profile.comment */
 	size_t nr_comments, cap_comments;
-	int64_t str_samples, str_count;	/* indexes of the sample and period type names */
+	int64_t str_samples, str_count; /* indexes of the sample and period type names */
 	int64_t str_cpu, str_nanoseconds;
 
-	struct hashmap string_index;	/* string -> index + 1 */
+	struct hashmap string_index; /* string -> index + 1 */
 	struct hashmap mapping_index;
 	struct hashmap function_index;
 	struct hashmap location_index;
@@ -137,16 +137,16 @@ uint64_t profile__find_location(const struct profile *p, uint64_t mapping_id, ui
 
 /* Add a location with its lines (innermost first). Returns its id (> 0) or -errno. */
 int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t address,
-			      uint64_t tag, const struct profile_line *lines, uint32_t nr_lines)
-	__must_check;
+			      uint64_t tag, const struct profile_line *lines,
+			      uint32_t nr_lines) __must_check;
 
 /*
  * Add count samples with these locations (leaf first) and labels (copied), merged with an
  * identical sample. Returns 0 or -errno.
  */
 int profile__add_sample(struct profile *p, const uint64_t *locations, uint32_t nr_locations,
-			const struct profile_label *labels, uint32_t nr_labels, uint64_t count)
-	__must_check;
+			const struct profile_label *labels, uint32_t nr_labels,
+			uint64_t count) __must_check;
 
 /* Add a free-form comment (Profile.comment; `go tool pprof -comments`). Returns 0 or -errno. */
 int profile__comment(struct profile *p, const char *text) __must_check;
@@ -157,14 +157,13 @@ static inline const char *profile__str(const struct profile *p, int64_t idx)
 	return idx >= 0 && (size_t)idx < p->nr_strings ? p->strings[idx] : "";
 }
 
-static inline const struct profile_location *profile__location(const struct profile *p,
-							       uint64_t id)
+static inline const struct profile_location *profile__location(const struct profile *p, uint64_t id)
 {
 	return id && id <= p->nr_locations ? &p->locations[id - 1] : NULL;
 }
 
 static inline const struct profile_function *profile__function_by_id(const struct profile *p,
-								      uint64_t id)
+								     uint64_t id)
 {
 	return id && id <= p->nr_functions ? &p->functions[id - 1] : NULL;
 }

@@ -23,14 +23,14 @@
 
 /* Map sizing: a window holds at most CPUs x Hz x seconds samples; leave room for windows
  * that run late, and never go below or above these bounds unless asked. */
-#define MIN_MAP_ENTRIES 1024U
-#define MAX_MAP_ENTRIES (256U * 1024)
+#define MIN_MAP_ENTRIES	    1024U
+#define MAX_MAP_ENTRIES	    (256U * 1024)
 #define SIZING_HEADROOM_PCT 150
 
 struct cpu_event {
-	int pfd;			/* perf event fd, owned by link once attached */
+	int pfd; /* perf event fd, owned by link once attached */
 	struct bpf_link *link;
-	uint64_t last_fired;		/* count / period at the previous sampler__events_fired() */
+	uint64_t last_fired; /* count / period at the previous sampler__events_fired() */
 };
 
 struct sampler {
@@ -39,10 +39,10 @@ struct sampler {
 	struct ring_buffer *rb;
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
-	struct cpu_event *cpus;		/* indexed by CPU number, nr_possible entries */
+	struct cpu_event *cpus; /* indexed by CPU number, nr_possible entries */
 	int nr_possible;
 	unsigned int nr_attached;
-	uint64_t period_ns;		/* cpu-clock period, 0 for the hardware event */
+	uint64_t period_ns; /* cpu-clock period, 0 for the hardware event */
 	uint32_t max_stacks;
 	uint32_t max_samples;
 };
@@ -164,7 +164,8 @@ static void explain_load_error(int err)
 	case -EACCES:
 	case -EINVAL:
 		pr_err("cannot load BPF: the kernel's verifier rejected the sampler (%s); "
-		       "run with --log-level debug to see its log", strerror(-err));
+		       "run with --log-level debug to see its log",
+		       strerror(-err));
 		break;
 	default:
 		pr_err("cannot load BPF: %s; run with --log-level debug for libbpf's log",
@@ -252,8 +253,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	for (i = 0; i < opts->nr_pids; i++) {
 		uint8_t one = 1;
 
-		err = bpf_map_update_elem(bpf_map__fd(skel->maps.pid_filter), &opts->pids[i],
-					  &one, BPF_ANY);
+		err = bpf_map_update_elem(bpf_map__fd(skel->maps.pid_filter), &opts->pids[i], &one,
+					  BPF_ANY);
 		if (err) {
 			err = -errno;
 			pr_err("cannot fill the pid filter: %s", strerror(-err));
@@ -318,7 +319,7 @@ static void close_cpu_event(struct sampler *s, int cpu)
 
 	if (!ce->link)
 		return;
-	bpf_link__destroy(ce->link);	/* closes pfd */
+	bpf_link__destroy(ce->link); /* closes pfd */
 	ce->link = NULL;
 	ce->pfd = -1;
 	s->nr_attached--;
@@ -362,7 +363,7 @@ int sampler__refresh_cpus(struct sampler *s)
 			continue;
 		err = open_cpu_event(s, cpu);
 		if (err == -ENODEV || err == -ENXIO)
-			continue;	/* went offline meanwhile */
+			continue; /* went offline meanwhile */
 		if (err)
 			return err;
 		added++;
@@ -397,7 +398,7 @@ int sampler__attach(struct sampler *s)
 		pr_err("cannot attach to sched_process_exit: %s", strerror(-err));
 		return err;
 	}
-	sampler__events_fired(s);	/* start counting from here */
+	sampler__events_fired(s); /* start counting from here */
 	return 0;
 }
 

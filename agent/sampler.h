@@ -20,25 +20,25 @@ struct ignis_proc_event;
 struct sampler;
 
 enum sampler_event {
-	SAMPLER_EVENT_CPU_CLOCK,	/* software cpu-clock: works everywhere, VMs included */
-	SAMPLER_EVENT_CYCLES,		/* hardware cpu-cycles, where the PMU exposes it */
+	SAMPLER_EVENT_CPU_CLOCK, /* software cpu-clock: works everywhere, VMs included */
+	SAMPLER_EVENT_CYCLES,	 /* hardware cpu-cycles, where the PMU exposes it */
 };
 
 /* Called for each process event read from the ring buffer; return 0 to continue. */
 typedef int (*sampler_event_fn)(void *ctx, const struct ignis_proc_event *ev);
 
 struct sampler_opts {
-	unsigned int frequency_hz;	/* samples per second per CPU */
+	unsigned int frequency_hz; /* samples per second per CPU */
 	enum sampler_event event;
 	bool user_stacks;
 	bool kernel_stacks;
-	bool skip_walk;			/* benchmark: count samples without walking stacks */
-	const uint32_t *pids;		/* only these tgids (--pid), or NULL for all */
+	bool skip_walk;	      /* benchmark: count samples without walking stacks */
+	const uint32_t *pids; /* only these tgids (--pid), or NULL for all */
 	size_t nr_pids;
-	uint32_t max_stacks;		/* entries of each generation's stacks map, 0: sized */
-	uint32_t max_samples;		/* entries of each generation's counts map, 0: sized */
-	unsigned int window_sec;	/* window length, used to size the maps */
-	uint64_t mmap_event_gap_ns;	/* see struct ignis_config */
+	uint32_t max_stacks;	    /* entries of each generation's stacks map, 0: sized */
+	uint32_t max_samples;	    /* entries of each generation's counts map, 0: sized */
+	unsigned int window_sec;    /* window length, used to size the maps */
+	uint64_t mmap_event_gap_ns; /* see struct ignis_config */
 	sampler_event_fn on_event;
 	void *ctx;
 };

@@ -73,7 +73,7 @@ struct file_sink *file_sink__new(const struct file_sink_opts *opts)
 		char c = h[i];
 
 		fs->host[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-				      (c >= '0' && c <= '9') || c == '-' || c == '.' ?
+					      (c >= '0' && c <= '9') || c == '-' || c == '.' ?
 				      c :
 				      '_';
 	}

@@ -16,9 +16,9 @@
 
 struct file_sink_opts {
 	const char *dir;
-	const char *hostname;		/* sanitized into the names */
-	uint64_t max_bytes;		/* total size of our files, bytes */
-	uint64_t max_age_sec;		/* age of our oldest file */
+	const char *hostname; /* sanitized into the names */
+	uint64_t max_bytes;   /* total size of our files, bytes */
+	uint64_t max_age_sec; /* age of our oldest file */
 };
 
 struct file_sink;

@@ -10,10 +10,10 @@
 
 /* Functions are told apart by name and binary; unnamed frames by binary alone. */
 struct func_stat {
-	int64_t name;			/* string index of the name, or -1 for an unnamed frame */
-	uint64_t mapping;		/* mapping id for unnamed frames, else 0 */
+	int64_t name;	  /* string index of the name, or -1 for an unnamed frame */
+	uint64_t mapping; /* mapping id for unnamed frames, else 0 */
 	struct top_entry entry;
-	size_t last_sample;		/* last sample counted in total, + 1 */
+	size_t last_sample; /* last sample counted in total, + 1 */
 };
 
 static uint64_t hash_func(const void *k)
@@ -47,12 +47,14 @@ static void describe(const struct profile *p, struct func_stat *f, uint64_t mapp
 	if (f->name >= 0)
 		snprintf(f->entry.name, sizeof(f->entry.name), "%s", profile__str(p, f->name));
 	else
-		snprintf(f->entry.name, sizeof(f->entry.name), "[%s]", *binary ? binary : "unknown");
+		snprintf(f->entry.name, sizeof(f->entry.name), "[%s]",
+			 *binary ? binary : "unknown");
 }
 
 static int cmp_self(const void *a, const void *b)
 {
-	const struct func_stat *x = *(struct func_stat *const *)a, *y = *(struct func_stat *const *)b;
+	const struct func_stat *x = *(struct func_stat *const *)a,
+			       *y = *(struct func_stat *const *)b;
 
 	if (x->entry.self != y->entry.self)
 		return x->entry.self > y->entry.self ? -1 : 1;
@@ -61,7 +63,8 @@ static int cmp_self(const void *a, const void *b)
 
 static int cmp_total(const void *a, const void *b)
 {
-	const struct func_stat *x = *(struct func_stat *const *)a, *y = *(struct func_stat *const *)b;
+	const struct func_stat *x = *(struct func_stat *const *)a,
+			       *y = *(struct func_stat *const *)b;
 
 	if (x->entry.total != y->entry.total)
 		return x->entry.total > y->entry.total ? -1 : 1;

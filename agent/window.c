@@ -19,8 +19,8 @@ enum {
 };
 
 #define MAX_INLINE_FRAMES 16
-#define MAX_FRAMES (2 * IGNIS_MAX_STACK_DEPTH + 2)
-#define KERNEL_MAPPING "[kernel.kallsyms]"
+#define MAX_FRAMES	  (2 * IGNIS_MAX_STACK_DEPTH + 2)
+#define KERNEL_MAPPING	  "[kernel.kallsyms]"
 
 /*
  * Functions that start a thread of execution: a user stack whose outermost frame is one of
@@ -53,15 +53,15 @@ struct window_builder {
 
 /* A stack converted to location ids, cached per window: (image, stack id) -> locations. */
 struct stack_conv {
-	const void *image;		/* NULL for kernel stacks */
+	const void *image; /* NULL for kernel stacks */
 	uint64_t stack_id;
 	uint32_t nr;
-	uint32_t flags;			/* CONV_* */
+	uint32_t flags; /* CONV_* */
 	uint64_t locs[];
 };
 
 enum {
-	CONV_TRUNCATED = 1,		/* ends in [truncated] */
+	CONV_TRUNCATED = 1, /* ends in [truncated] */
 };
 
 struct build_ctx {
@@ -69,10 +69,10 @@ struct build_ctx {
 	struct profile *p;
 	struct window_stats *stats;
 	uint64_t seq;
-	struct hashmap convs;		/* struct stack_conv (by image, stack id) */
-	struct hashmap processes;	/* tgid -> 1, for the count */
-	int64_t kernel_mapping;		/* mapping id, 0 until first needed */
-	int64_t placeholder_fn[3];	/* function ids of the placeholders, by tag */
+	struct hashmap convs;	   /* struct stack_conv (by image, stack id) */
+	struct hashmap processes;  /* tgid -> 1, for the count */
+	int64_t kernel_mapping;	   /* mapping id, 0 until first needed */
+	int64_t placeholder_fn[3]; /* function ids of the placeholders, by tag */
 	int64_t key_pid, key_tid, key_comm, key_thread_name;
 };
 
@@ -128,8 +128,9 @@ static bool is_root_function(const char *name)
 /* A placeholder location: one Line naming it, mapping 0. */
 static int64_t placeholder(struct build_ctx *c, int tag, uint64_t address)
 {
-	static const char *const names[] = { [TAG_TRUNCATED] = "[truncated]",
-					     [TAG_UNKNOWN] = "[unknown]" };
+	static const char *const names[] = {
+		[TAG_TRUNCATED] = "[truncated]", [TAG_UNKNOWN] = "[unknown]"
+	};
 	struct profile_line line = { 0 };
 	int64_t fn = c->placeholder_fn[tag];
 
@@ -277,8 +278,8 @@ static int symbolize_lines(struct build_ctx *c, struct sym_object *obj, uint64_t
  * The location of a user address. *named tells whether it has a function; *fn_name (may be
  * NULL) receives the outermost function name for the root check.
  */
-static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64_t ip,
-			     bool adjust, bool *named, const char **fn_name)
+static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64_t ip, bool adjust,
+			     bool *named, const char **fn_name)
 {
 	struct profile_line lines[MAX_INLINE_FRAMES];
 	const struct proc_mapping *pm;
@@ -306,7 +307,7 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 			pm = NULL;
 		}
 	} else {
-		addr = pc;	/* no file: the runtime address is all there is */
+		addr = pc; /* no file: the runtime address is all there is */
 	}
 	found = profile__find_location(c->p, (uint64_t)mapping, addr, TAG_NONE);
 	if (!found) {
@@ -433,8 +434,7 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		   const struct drained_sample *s)
 {
 	const struct ignis_sample_key *k = &s->key;
-	struct proc_id id = { .tgid = k->tgid, .exec_id = k->exec_id,
-			      .start_time = k->start_time };
+	struct proc_id id = { .tgid = k->tgid, .exec_id = k->exec_id, .start_time = k->start_time };
 	uint64_t locs[MAX_FRAMES];
 	struct profile_label labels[4];
 	const struct drained_stack *ust, *kst;

@@ -29,20 +29,20 @@ struct symbolizer;
 
 /* Per-window outcome of symbolization. */
 struct window_stats {
-	uint64_t samples;		/* samples added to the profile */
-	uint64_t kthread_samples;	/* ... of kernel threads */
-	uint64_t no_image_samples;	/* ... of processes whose mappings were never captured */
-	uint64_t frames;		/* frames resolved, per distinct stack */
-	uint64_t unknown_frames;	/* addresses in no mapping ([unknown]) */
-	uint64_t unnamed_frames;	/* addresses in a mapping that no symbol covers */
-	uint64_t symbolize_errors;	/* objects whose symbols could not be read */
-	uint64_t truncated_stacks;	/* stacks ending in [truncated] */
-	uint64_t broken_chains;		/* distinct user stacks cut at a return address in no
+	uint64_t samples;	      /* samples added to the profile */
+	uint64_t kthread_samples;     /* ... of kernel threads */
+	uint64_t no_image_samples;    /* ... of processes whose mappings were never captured */
+	uint64_t frames;	      /* frames resolved, per distinct stack */
+	uint64_t unknown_frames;      /* addresses in no mapping ([unknown]) */
+	uint64_t unnamed_frames;      /* addresses in a mapping that no symbol covers */
+	uint64_t symbolize_errors;    /* objects whose symbols could not be read */
+	uint64_t truncated_stacks;    /* stacks ending in [truncated] */
+	uint64_t broken_chains;	      /* distinct user stacks cut at a return address in no
 					 * mapping (a broken frame-pointer chain) */
-	uint64_t root_unknown_stacks;	/* stacks whose outermost frame could not be checked */
-	uint64_t kernel_unnamed;	/* kernel addresses no kallsyms symbol covers */
-	uint64_t processes;		/* distinct processes in the window */
-	uint64_t dropped_profile_cap;	/* samples lost to a profile cap (counted, logged) */
+	uint64_t root_unknown_stacks; /* stacks whose outermost frame could not be checked */
+	uint64_t kernel_unnamed;      /* kernel addresses no kallsyms symbol covers */
+	uint64_t processes;	      /* distinct processes in the window */
+	uint64_t dropped_profile_cap; /* samples lost to a profile cap (counted, logged) */
 };
 
 struct window_builder;
@@ -50,8 +50,8 @@ struct window_builder;
 struct window_builder_opts {
 	struct proctab *proctab;
 	struct symbolizer *symbolizer;
-	bool kernel_symbols;		/* kallsyms was loaded and shows addresses */
-	const char *kernel_build_id;	/* hex, or NULL */
+	bool kernel_symbols;	     /* kallsyms was loaded and shows addresses */
+	const char *kernel_build_id; /* hex, or NULL */
 };
 
 struct window_builder *window_builder__new(const struct window_builder_opts *opts);

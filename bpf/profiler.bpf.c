@@ -88,7 +88,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, IGNIS_NR_GENS * STAT_NR);
+	__uint(max_entries, IGNIS_NR_GENS *STAT_NR);
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
@@ -223,8 +223,7 @@ static __always_inline __u64 store_stack(__u32 g, void *stacks, struct ignis_sta
 }
 
 /* Walk one stack into scratch and store it. Returns 0 or -1 when the walk failed. */
-static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, __u64 flags,
-				      __u64 *id)
+static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, __u64 flags, __u64 *id)
 {
 	__u32 zero = 0;
 	struct ignis_stack *st = bpf_map_lookup_elem(&scratch, &zero);

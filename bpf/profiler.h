@@ -46,17 +46,17 @@
  * stack_hash() of its frames (bpf/stackhash.h). Entries are immutable once inserted.
  */
 struct ignis_stack {
-	__u32 len;				/* frames used in ips[] */
+	__u32 len; /* frames used in ips[] */
 	__u32 pad;
-	__u64 ips[IGNIS_MAX_STACK_DEPTH];	/* instruction pointers; ips[0] is the leaf */
+	__u64 ips[IGNIS_MAX_STACK_DEPTH]; /* instruction pointers; ips[0] is the leaf */
 };
 _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ignis_stack size");
 
 /* sample_key.flags */
 #ifndef SAMPLE_F_KTHREAD
-#define SAMPLE_F_KTHREAD	(1U << 0)	/* a kernel thread: no user stack, no process image */
-#define SAMPLE_F_USTACK_ERR	(1U << 1)	/* the user stack walk failed (counted) */
-#define SAMPLE_F_KSTACK_ERR	(1U << 2)	/* the kernel stack walk failed (counted) */
+#define SAMPLE_F_KTHREAD    (1U << 0) /* a kernel thread: no user stack, no process image */
+#define SAMPLE_F_USTACK_ERR (1U << 1) /* the user stack walk failed (counted) */
+#define SAMPLE_F_KSTACK_ERR (1U << 2) /* the kernel stack walk failed (counted) */
 #endif
 
 /*
@@ -65,14 +65,14 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
  * reused, and execve() keeps the tgid and start time but replaces every mapping.
  */
 struct ignis_sample_key {
-	__u32 tgid;			/* process id (kernel tgid) */
-	__u32 pid;			/* thread id (kernel pid) */
-	__u64 start_time;		/* group leader's start_boottime, ns since boot */
-	__u32 exec_id;			/* group leader's self_exec_id (low 32 bits) */
-	__u32 flags;			/* SAMPLE_F_* */
-	__u64 user_stack;		/* stack id in the stacks map, IGNIS_STACK_NONE if none */
-	__u64 kernel_stack;		/* stack id in the stacks map, IGNIS_STACK_NONE if none */
-	char comm[IGNIS_COMM_LEN];	/* the sampled thread's comm */
+	__u32 tgid;		   /* process id (kernel tgid) */
+	__u32 pid;		   /* thread id (kernel pid) */
+	__u64 start_time;	   /* group leader's start_boottime, ns since boot */
+	__u32 exec_id;		   /* group leader's self_exec_id (low 32 bits) */
+	__u32 flags;		   /* SAMPLE_F_* */
+	__u64 user_stack;	   /* stack id in the stacks map, IGNIS_STACK_NONE if none */
+	__u64 kernel_stack;	   /* stack id in the stacks map, IGNIS_STACK_NONE if none */
+	char comm[IGNIS_COMM_LEN]; /* the sampled thread's comm */
 };
 _Static_assert(sizeof(struct ignis_sample_key) == 56, "ignis_sample_key size");
 
@@ -83,57 +83,57 @@ _Static_assert(sizeof(struct ignis_sample_key) == 56, "ignis_sample_key size");
  * with a stack missing.
  */
 enum ignis_stat {
-	STAT_SAMPLES = 0,		/* every run of the sampler */
-	STAT_IDLE,			/* samples of the idle task (pid 0): counted, not profiled */
-	STAT_FILTERED,			/* samples of processes outside --pid */
-	STAT_USTACK_ERR,		/* user stack walk returned an error; sample kept */
-	STAT_KSTACK_ERR,		/* kernel stack walk returned an error; sample kept */
-	STAT_DROP_NO_GEN,		/* generation maps missing (cannot happen once loaded) */
-	STAT_DROP_STACKS_FULL,		/* the stacks map of this generation is full */
-	STAT_DROP_STACK_COLLISION,	/* both hash slots hold other stacks */
-	STAT_DROP_COUNTS_FULL,		/* the counts map of this generation is full */
-	STAT_EVENTS_LOST,		/* ring buffer full: a process event was not sent */
+	STAT_SAMPLES = 0,	   /* every run of the sampler */
+	STAT_IDLE,		   /* samples of the idle task (pid 0): counted, not profiled */
+	STAT_FILTERED,		   /* samples of processes outside --pid */
+	STAT_USTACK_ERR,	   /* user stack walk returned an error; sample kept */
+	STAT_KSTACK_ERR,	   /* kernel stack walk returned an error; sample kept */
+	STAT_DROP_NO_GEN,	   /* generation maps missing (cannot happen once loaded) */
+	STAT_DROP_STACKS_FULL,	   /* the stacks map of this generation is full */
+	STAT_DROP_STACK_COLLISION, /* both hash slots hold other stacks */
+	STAT_DROP_COUNTS_FULL,	   /* the counts map of this generation is full */
+	STAT_EVENTS_LOST,	   /* ring buffer full: a process event was not sent */
 	STAT_NR,
 };
 
 /* What the sampler has announced for a tgid, so each process image is announced once. */
 struct ignis_proc_state {
-	__u64 start_time;		/* as sample_key.start_time */
-	__u64 exec_vm;			/* mm->exec_vm (pages) at the last announcement */
-	__u64 last_event_ns;		/* bpf_ktime_get_ns() of the last announcement */
-	__u32 exec_id;			/* as sample_key.exec_id */
+	__u64 start_time;    /* as sample_key.start_time */
+	__u64 exec_vm;	     /* mm->exec_vm (pages) at the last announcement */
+	__u64 last_event_ns; /* bpf_ktime_get_ns() of the last announcement */
+	__u32 exec_id;	     /* as sample_key.exec_id */
 	__u32 pad;
 };
 _Static_assert(sizeof(struct ignis_proc_state) == 32, "ignis_proc_state size");
 
 /* proc_event.type */
 #ifndef PROC_EVENT_NEW
-#define PROC_EVENT_NEW		1	/* first sample of a process image: capture its mappings */
-#define PROC_EVENT_MMAP		2	/* its executable mappings changed (dlopen): capture again */
-#define PROC_EVENT_EXEC		3	/* execve() replaced the image */
-#define PROC_EVENT_EXIT		4	/* the last thread exited */
+#define PROC_EVENT_NEW	1 /* first sample of a process image: capture its mappings */
+#define PROC_EVENT_MMAP 2 /* its executable mappings changed (dlopen): capture again */
+#define PROC_EVENT_EXEC 3 /* execve() replaced the image */
+#define PROC_EVENT_EXIT 4 /* the last thread exited */
 #endif
 
 /* Ring-buffer record for process tracking (DESIGN.md requirement 4). */
 struct ignis_proc_event {
-	__u32 type;			/* PROC_EVENT_* */
+	__u32 type; /* PROC_EVENT_* */
 	__u32 tgid;
-	__u64 start_time;		/* as sample_key.start_time */
-	__u32 exec_id;			/* as sample_key.exec_id (the new one for EXEC) */
+	__u64 start_time; /* as sample_key.start_time */
+	__u32 exec_id;	  /* as sample_key.exec_id (the new one for EXEC) */
 	__u32 pad;
-	__u64 exe_inode;		/* inode of mm->exe_file, 0 if none: lets the agent see
+	__u64 exe_inode;	   /* inode of mm->exe_file, 0 if none: lets the agent see
 					 * that /proc/PID shows a later execve() than this event */
-	char comm[IGNIS_COMM_LEN];	/* the group leader's comm */
+	char comm[IGNIS_COMM_LEN]; /* the group leader's comm */
 };
 _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
 
 /* Read-only configuration, set by the agent between open and load. */
 struct ignis_config {
-	__u32 filter_pids;		/* 1: record only tgids present in pid_filter */
-	__u32 user_stacks;		/* 1: walk user stacks */
-	__u32 kernel_stacks;		/* 1: walk kernel stacks */
-	__u32 skip_walk;		/* 1: benchmark mode, record empty stacks without walking */
-	__u64 mmap_event_gap_ns;	/* min time between two PROC_EVENT_MMAP of one tgid, ns */
+	__u32 filter_pids;	 /* 1: record only tgids present in pid_filter */
+	__u32 user_stacks;	 /* 1: walk user stacks */
+	__u32 kernel_stacks;	 /* 1: walk kernel stacks */
+	__u32 skip_walk;	 /* 1: benchmark mode, record empty stacks without walking */
+	__u64 mmap_event_gap_ns; /* min time between two PROC_EVENT_MMAP of one tgid, ns */
 };
 _Static_assert(sizeof(struct ignis_config) == 24, "ignis_config size");
 

@@ -141,7 +141,7 @@ int symbolizer__load_kallsyms(struct symbolizer *s, FILE *f)
 		if (err)
 			goto err_out;
 		syms[nr].addr = addr;
-		syms[nr].name = name_off;	/* 0: a boundary, not a name */
+		syms[nr].name = name_off; /* 0: a boundary, not a name */
 		syms[nr].module = mod_off;
 		nr++;
 	}

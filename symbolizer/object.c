@@ -228,7 +228,7 @@ struct sym_object *symbolizer__open_memory(struct symbolizer *s, const void *ima
 					   const char *name)
 {
 	struct sym_object *o;
-	uint32_t sum = 2166136261u;	/* FNV-1a */
+	uint32_t sum = 2166136261u; /* FNV-1a */
 	Elf *elf;
 	size_t i;
 	int err;

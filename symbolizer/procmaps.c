@@ -68,13 +68,13 @@ int procmaps_parse_line(char *line, struct procmaps_entry *e)
 		p[len] = '\0';
 		if (parse_num(&p, 10, '\0', &e->inode))
 			return -EINVAL;
-		e->path = p;	/* the empty string at the end of the line */
+		e->path = p; /* the empty string at the end of the line */
 		return 0;
 	}
 	p[len] = '\0';
 	if (parse_num(&p, 10, '\0', &e->inode))
 		return -EINVAL;
-	p++;	/* past the NUL that replaced the space */
+	p++; /* past the NUL that replaced the space */
 
 	path = p + strspn(p, " ");
 	len = strlen(path);

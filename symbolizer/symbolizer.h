@@ -45,22 +45,22 @@ typedef void (*symbolizer_print_fn)(enum sym_log_level level, const char *fmt, v
 #define SYMBOLIZER_DEFAULT_CACHE_BYTES (64UL << 20)
 
 struct symbolizer_opts {
-	size_t sz;			/* sizeof(struct symbolizer_opts) */
-	size_t cache_max_bytes;		/* budget for cached symbol tables, bytes; 0: default */
-	symbolizer_print_fn print;	/* diagnostics; NULL: discarded */
+	size_t sz;		   /* sizeof(struct symbolizer_opts) */
+	size_t cache_max_bytes;	   /* budget for cached symbol tables, bytes; 0: default */
+	symbolizer_print_fn print; /* diagnostics; NULL: discarded */
 };
 
 /* Counters since symbolizer__new(). */
 struct symbolizer_stats {
-	uint64_t lookups;		/* symbolizer__symbolize() calls */
-	uint64_t hits;			/* ... that named the address */
-	uint64_t misses;		/* ... where no symbol covers the address */
-	uint64_t errors;		/* ... where the object's symbols could not be read */
-	uint64_t tables_loaded;		/* symbol tables parsed (cache misses) */
-	uint64_t tables_evicted;	/* symbol tables dropped to stay within the budget */
-	uint64_t cache_bytes;		/* bytes held by cached symbol tables now */
-	uint64_t objects;		/* live objects now */
-	uint64_t kernel_symbols;	/* symbols loaded from kallsyms */
+	uint64_t lookups;	 /* symbolizer__symbolize() calls */
+	uint64_t hits;		 /* ... that named the address */
+	uint64_t misses;	 /* ... where no symbol covers the address */
+	uint64_t errors;	 /* ... where the object's symbols could not be read */
+	uint64_t tables_loaded;	 /* symbol tables parsed (cache misses) */
+	uint64_t tables_evicted; /* symbol tables dropped to stay within the budget */
+	uint64_t cache_bytes;	 /* bytes held by cached symbol tables now */
+	uint64_t objects;	 /* live objects now */
+	uint64_t kernel_symbols; /* symbols loaded from kallsyms */
 };
 
 /* Create a symbolizer. Returns NULL with errno set (EINVAL, ENOMEM). */
@@ -110,16 +110,16 @@ void sym_object__build_id_hex(const struct sym_object *o, char *buf, size_t size
  * the ELF virtual address through the PT_LOAD program headers. Returns 0, or -ENOENT when
  * no loadable segment covers the offset.
  */
-int sym_object__vaddr(const struct sym_object *o, uint64_t file_offset, uint64_t *vaddr)
-	SYM_WARN_UNUSED;
+int sym_object__vaddr(const struct sym_object *o, uint64_t file_offset,
+		      uint64_t *vaddr) SYM_WARN_UNUSED;
 
 /* One frame of a resolved address. Strings are borrowed: valid until the next call on s. */
 struct sym_frame {
-	const char *name;		/* function name, as users read it */
-	const char *system_name;	/* the name in the symbol table (e.g. mangled) */
-	const char *file;		/* source file, NULL if unknown */
-	uint32_t line;			/* source line, 0 if unknown */
-	uint64_t start;			/* virtual address where the function starts */
+	const char *name;	 /* function name, as users read it */
+	const char *system_name; /* the name in the symbol table (e.g. mangled) */
+	const char *file;	 /* source file, NULL if unknown */
+	uint32_t line;		 /* source line, 0 if unknown */
+	uint64_t start;		 /* virtual address where the function starts */
 };
 
 /*
@@ -147,15 +147,15 @@ int symbolizer__symbolize_kernel(struct symbolizer *s, uint64_t addr, struct sym
 
 /* One line of /proc/PID/maps (proc(5)). */
 struct procmaps_entry {
-	uint64_t start;			/* first address of the mapping */
-	uint64_t end;			/* one past its last address */
-	uint64_t offset;		/* file offset of start */
+	uint64_t start;	 /* first address of the mapping */
+	uint64_t end;	 /* one past its last address */
+	uint64_t offset; /* file offset of start */
 	uint32_t dev_major;
 	uint32_t dev_minor;
-	uint64_t inode;			/* 0 for anonymous and special mappings */
+	uint64_t inode; /* 0 for anonymous and special mappings */
 	bool read, write, exec, shared;
-	bool deleted;			/* the path ended in " (deleted)", now stripped */
-	const char *path;		/* into the parsed line: a file path, "[vdso]", "" ... */
+	bool deleted;	  /* the path ended in " (deleted)", now stripped */
+	const char *path; /* into the parsed line: a file path, "[vdso]", "" ... */
 };
 
 /*

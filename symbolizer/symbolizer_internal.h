@@ -9,11 +9,11 @@
 #include "symbolizer.h"
 
 /* Caps on hostile input. */
-#define SYM_MAX_FILE_BYTES (4ULL << 30)		/* objects larger than this are refused */
-#define SYM_MAX_LOADS 64			/* PT_LOAD headers kept per object */
-#define SYM_MAX_SYMBOLS (8U << 20)		/* symbols kept per table */
-#define SYM_MAX_NAME 4096			/* longer names are cut */
-#define SYM_MAX_BUILD_ID 64			/* longer build IDs are ignored */
+#define SYM_MAX_FILE_BYTES (4ULL << 30) /* objects larger than this are refused */
+#define SYM_MAX_LOADS	   64		/* PT_LOAD headers kept per object */
+#define SYM_MAX_SYMBOLS	   (8U << 20)	/* symbols kept per table */
+#define SYM_MAX_NAME	   4096		/* longer names are cut */
+#define SYM_MAX_BUILD_ID   64		/* longer build IDs are ignored */
 
 /* One loadable segment: file offsets [offset, offset + memsz) map to [vaddr, vaddr + memsz);
  * the first filesz bytes come from the file. */
@@ -26,22 +26,22 @@ struct sym_load {
 
 /* Cache key of a symbol table: the build ID, or the file's identity when it has none. */
 struct symtab_key {
-	uint8_t kind;			/* SYMTAB_KEY_* */
-	uint8_t len;			/* bytes used in data */
+	uint8_t kind; /* SYMTAB_KEY_* */
+	uint8_t len;  /* bytes used in data */
 	uint8_t data[SYM_MAX_BUILD_ID];
 };
 
 enum {
 	SYMTAB_KEY_BUILD_ID = 1,
-	SYMTAB_KEY_FILE = 2,		/* dev, ino, size, mtime */
-	SYMTAB_KEY_MEMORY = 3,		/* name, size, checksum of an in-memory image */
+	SYMTAB_KEY_FILE = 2,   /* dev, ino, size, mtime */
+	SYMTAB_KEY_MEMORY = 3, /* name, size, checksum of an in-memory image */
 };
 
 /* One function symbol: names [start, end). */
 struct sym_entry {
 	uint64_t start;
 	uint64_t end;
-	uint32_t name;			/* offset in symtab.names */
+	uint32_t name; /* offset in symtab.names */
 	uint32_t pad;
 };
 
@@ -51,16 +51,16 @@ struct symtab {
 	struct sym_entry *syms;
 	size_t nr_syms;
 	char *names;
-	size_t bytes;			/* what this table costs, counted against the budget */
-	struct symtab *lru_prev;	/* toward most recently used */
+	size_t bytes;		 /* what this table costs, counted against the budget */
+	struct symtab *lru_prev; /* toward most recently used */
 	struct symtab *lru_next;
 };
 
 struct sym_object {
 	struct symbolizer *s;
 	int refs;
-	int fd;				/* owned duplicate, or -1 for in-memory images */
-	void *image;			/* in-memory image (owned), or NULL */
+	int fd;	     /* owned duplicate, or -1 for in-memory images */
+	void *image; /* in-memory image (owned), or NULL */
 	size_t image_size;
 	dev_t dev;
 	ino_t ino;
@@ -70,28 +70,28 @@ struct sym_object {
 	struct sym_load loads[SYM_MAX_LOADS];
 	size_t nr_loads;
 	struct symtab_key key;
-	struct symtab *symtab;		/* cached lookup, valid while symtab_gen matches */
+	struct symtab *symtab; /* cached lookup, valid while symtab_gen matches */
 	uint64_t symtab_gen;
-	int symtab_err;			/* sticky error from loading the table, 0 if none */
+	int symtab_err; /* sticky error from loading the table, 0 if none */
 };
 
 /* A kernel symbol from kallsyms: names [start, next symbol). */
 struct ksym {
 	uint64_t addr;
-	uint32_t name;			/* offset in kernel_names */
-	uint32_t module;		/* offset in kernel_names of "[module]", 0 for the core */
+	uint32_t name;	 /* offset in kernel_names */
+	uint32_t module; /* offset in kernel_names of "[module]", 0 for the core */
 };
 
 struct symbolizer {
 	struct symbolizer_opts opts;
-	void *objects;			/* tsearch tree of live objects by (dev, ino) */
-	void *tables;			/* tsearch tree of cached symbol tables by key */
-	struct symtab *lru_head;	/* most recently used */
+	void *objects;		 /* tsearch tree of live objects by (dev, ino) */
+	void *tables;		 /* tsearch tree of cached symbol tables by key */
+	struct symtab *lru_head; /* most recently used */
 	struct symtab *lru_tail;
-	uint64_t evict_gen;		/* bumped on every eviction */
+	uint64_t evict_gen; /* bumped on every eviction */
 	struct symbolizer_stats stats;
 
-	struct ksym *ksyms;		/* sorted by addr, text symbols and the ones bounding them */
+	struct ksym *ksyms; /* sorted by addr, text symbols and the ones bounding them */
 	size_t nr_ksyms;
 	char *kernel_names;
 };

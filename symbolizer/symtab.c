@@ -18,9 +18,9 @@
 struct candidate {
 	uint64_t start;
 	uint64_t size;
-	uint64_t section_end;		/* end of the symbol's section, 0 if unknown */
+	uint64_t section_end; /* end of the symbol's section, 0 if unknown */
 	const char *name;
-	int rank;			/* lower is preferred among aliases */
+	int rank; /* lower is preferred among aliases */
 };
 
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size)
@@ -143,7 +143,8 @@ static int collect(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct candida
 		}
 		c[nr].start = sym.st_value;
 		c[nr].size = sym.st_size;
-		c[nr].section_end = sym.st_shndx < SHN_LORESERVE ? section_end(elf, sym.st_shndx) : 0;
+		c[nr].section_end = sym.st_shndx < SHN_LORESERVE ? section_end(elf, sym.st_shndx) :
+								   0;
 		c[nr].name = name;
 		c[nr].rank = rank_of(&sym, name);
 		nr++;
@@ -193,7 +194,7 @@ struct symtab *symtab__build(Elf *elf, const struct symtab_key *key)
 	}
 
 	names_len = 0;
-	t->names[names_len++] = '\0';	/* offset 0 is the empty name */
+	t->names[names_len++] = '\0'; /* offset 0 is the empty name */
 	for (i = 0, n = 0; i < nr; i = j) {
 		struct sym_entry *e = &t->syms[n];
 		uint64_t size = 0, sec_end = 0, next;

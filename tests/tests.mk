@@ -83,6 +83,12 @@ $(TEST_BUILD)/pprof_dump: tests/tools/pprof_dump.c $(BUILD)/agent/profile.pb-c.o
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
+$(TEST_BUILD)/lifecycle: tests/integration/lifecycle.c $(addprefix $(BUILD)/agent/,sampler.o \
+			drain.o hashmap.o log.o util.o)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
 # ---- Unit tests: cmocka, each linked against only what it tests. --------------------------
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
 UNIT_CFLAGS := -Wno-missing-prototypes -Wno-strict-prototypes \
@@ -125,7 +131,7 @@ FORMAT_SRCS := $(wildcard agent/*.c agent/*.h symbolizer/*.c symbolizer/*.h bpf/
 
 # ---- Everything -------------------------------------------------------------------------------
 TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) \
-		$(TEST_BUILD)/pprof_dump
+		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/lifecycle
 
 test-build: $(TEST_PREREQS)
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * hot2 [SECONDS]: two threads, each spending 70 % of its CPU time in hot_a and 30 % in hot_b
- * (measured on the thread's own CPU clock), under main -> run_threads -> worker -> phase_*.
+ * (measured on the thread's own CPU clock) in phases of random length, so that the phases do
+ * not alias with the sampling period: the main thread under
+ * main -> run_threads -> worker -> phase_a -> hot_a, the other under start_thread -> worker.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -38,15 +40,22 @@ NOINLINE static void hot_b(uint64_t ns)
 	} while (thread_cpu_ns() < end);
 }
 
-NOINLINE static void phase_a(void)
+/* Uniform in [0.5, 1.5) times nominal_ns: a 7:3 ratio on average. */
+static uint64_t jitter(uint64_t *state, uint64_t nominal_ns)
 {
-	hot_a(7000000);
+	*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return nominal_ns / 2 + (*state >> 33) % nominal_ns;
+}
+
+NOINLINE static void phase_a(uint64_t *rng)
+{
+	hot_a(jitter(rng, 1400000));
 	touch(1);
 }
 
-NOINLINE static void phase_b(void)
+NOINLINE static void phase_b(uint64_t *rng)
 {
-	hot_b(3000000);
+	hot_b(jitter(rng, 600000));
 	touch(2);
 }
 
@@ -54,25 +63,24 @@ static double seconds = 5;
 
 NOINLINE static void *worker(void *arg)
 {
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9), rng = (uintptr_t)&end;
 
 	(void)arg;
 	while (mono_ns() < end) {
-		phase_a();
-		phase_b();
+		phase_a(&rng);
+		phase_b(&rng);
 	}
 	return NULL;
 }
 
 NOINLINE static int run_threads(void)
 {
-	pthread_t t[2];
+	pthread_t t;
 
-	for (int i = 0; i < 2; i++)
-		if (pthread_create(&t[i], NULL, worker, NULL))
-			return 1;
-	for (int i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
+	if (pthread_create(&t, NULL, worker, NULL))
+		return 1;
+	worker(NULL);
+	pthread_join(t, NULL);
 	return 0;
 }
 

@@ -4,12 +4,12 @@
 
 static volatile uint64_t lib_sink;
 
-__attribute__((noinline)) static void lib_touch(uint64_t v)
+__attribute__((noinline, noipa)) static void lib_touch(uint64_t v)
 {
 	lib_sink += v;
 }
 
-__attribute__((noinline)) void lib_hot(uint64_t rounds)
+__attribute__((noinline, noipa)) void lib_hot(uint64_t rounds)
 {
 	uint64_t x = 3;
 

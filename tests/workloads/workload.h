@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define NOINLINE __attribute__((noinline))
+#define NOINLINE __attribute__((noinline, noipa))
 
 /* CPU time of the calling thread, ns. */
 static inline uint64_t thread_cpu_ns(void)

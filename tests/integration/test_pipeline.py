@@ -1,0 +1,375 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The sampling pipeline end to end (issue 2): real BPF, real workloads with known function
+names, the profiles checked with our decoder and with `go tool pprof`."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+from harness import (Agent, check, go_pprof, go_traces, is_subsequence, merged_samples,
+                     pprof_json, spawn, tmpdir, wait_exit, workload)
+
+
+def run_with_agent(argv, seconds_before=1.0, agent_args=(), interval=2, settle=0.5):
+    """Start the agent, then the workload; stop the agent once the workload ended and one
+    more window was written. Returns (agent, workload stdout, workload pid)."""
+    agent = Agent(*agent_args, interval=interval).wait_ready()
+    time.sleep(seconds_before)
+    proc = spawn(argv)
+    out, err = wait_exit(proc, 120)
+    check(proc.returncode == 0, f"{argv} failed: {err}")
+    time.sleep(settle)
+    agent.stop()
+    check(agent.returncode == 0, f"agent exit {agent.returncode}:\n{agent.stderr()}")
+    return agent, out, proc.pid
+
+
+def profiles_of(agent):
+    paths = agent.profiles()
+    check(paths, "no profile written:\n" + agent.stderr())
+    return [pprof_json(p) for p in paths]
+
+
+def test_hot_functions_shares_and_order():
+    """A PIE on 2 threads, 70/30 % of its CPU in hot_a/hot_b: both named, shares within
+    5 points, main -> run_threads -> worker -> phase_a -> hot_a in order; go tool pprof
+    reads the same."""
+    agent, _, pid = run_with_agent([workload("hot2"), "6"])
+    profiles = profiles_of(agent)
+    pairs = merged_samples(profiles, pid=pid)
+    total = sum(s["count"] for _, s in pairs)
+    check(total > 600, f"only {total} samples of hot2 (expected ~1200)")
+    leaf = {}
+    for p, s in pairs:
+        frames = p.frames(s)
+        leaf[frames[0]] = leaf.get(frames[0], 0) + s["count"]
+    share_a = 100.0 * leaf.get("hot_a", 0) / total
+    share_b = 100.0 * leaf.get("hot_b", 0) / total
+    check(abs(share_a - 70) <= 5 and abs(share_b - 30) <= 5,
+          f"shares hot_a {share_a:.1f} %, hot_b {share_b:.1f} % (want 70/30 +-5); {leaf}")
+
+    main_chain = ["hot_a", "phase_a", "worker", "run_threads", "main"]
+    with_main = [s for p, s in pairs if s["labels"]["tid"] == pid and
+                 p.frames(s)[0] == "hot_a"]
+    check(with_main, "no main-thread sample in hot_a")
+    for p, s in pairs:
+        if s["labels"]["tid"] == pid and p.frames(s)[0] == "hot_a":
+            check(p.frames(s)[:5] == main_chain, f"main thread stack {p.frames(s)}")
+        if s["labels"]["tid"] != pid and p.frames(s)[0] == "hot_b":
+            check(p.frames(s)[:3] == ["hot_b", "phase_b", "worker"],
+                  f"second thread stack {p.frames(s)}")
+    for p, s in pairs:
+        check(s["labels"]["comm"] == "hot2", f"comm label {s['labels']}")
+        check(s["labels"]["thread_name"] == "hot2", f"thread_name label {s['labels']}")
+
+    # The independent parser sees the same stacks and labels.
+    go_share = {}
+    go_total = 0
+    for path in agent.profiles():
+        for labels, ms, frames in go_traces(path, f"-tagfocus=pid={pid}"):
+            go_total += ms
+            go_share[frames[0]] = go_share.get(frames[0], 0) + ms
+            if frames[0] == "hot_a" and labels.get("tid") == str(pid):
+                check(is_subsequence(main_chain, frames), f"go tool pprof trace {frames}")
+    check(abs(go_total - total * 10) < 1, f"go tool pprof total {go_total} ms, ours {total}")
+    check(abs(100.0 * go_share.get("hot_a", 0) / go_total - share_a) < 0.01,
+          "go tool pprof share differs")
+
+
+def test_hot_function_in_shared_library():
+    agent, _, pid = run_with_agent([workload("uselib"), "3"])
+    pairs = merged_samples(profiles_of(agent), pid=pid)
+    hot = [(p, s) for p, s in pairs if p.frames(s)[0] == "lib_hot"]
+    total = sum(s["count"] for _, s in pairs)
+    check(hot and sum(s["count"] for _, s in hot) > 0.8 * total,
+          f"lib_hot is not the hot leaf: {[p.frames(s)[:3] for p, s in pairs][:5]}")
+    for p, s in hot:
+        check(p.frames(s)[:3] == ["lib_hot", "call_lib", "main"], f"stack {p.frames(s)}")
+        loc = p.locations[s["locations"][0]]
+        mapping = p.mappings[loc["mapping"]]
+        check(mapping["file"].endswith("/libhot.so"), f"mapping {mapping}")
+        check(mapping["build_id"], "libhot.so mapping without build ID")
+
+
+def test_kernel_frames_leafward_of_user_frames():
+    agent, _, pid = run_with_agent([workload("syscalls"), "3"])
+    pairs = merged_samples(profiles_of(agent), pid=pid)
+    total = sum(s["count"] for _, s in pairs)
+    in_kernel = reading = with_user = 0
+    for p, s in pairs:
+        kinds = []
+        for lid in s["locations"]:
+            loc = p.locations[lid]
+            m = p.mappings.get(loc["mapping"])
+            kinds.append("k" if m and m["file"] == "[kernel.kallsyms]" else "u")
+        frames = p.frames(s)
+        if kinds[0] != "k":
+            continue
+        in_kernel += s["count"]
+        # Every kernel frame before every user frame, and the user part is ours.
+        first_user = kinds.index("u") if "u" in kinds else len(kinds)
+        check("k" not in kinds[first_user:], f"kernel frame rootward of user: {frames}")
+        # At exit the address space is gone before the last kernel samples: no user part.
+        if first_user < len(frames):
+            check(frames[first_user:first_user + 3] == ["sys_read", "do_reads", "main"],
+                  f"user frames under the kernel: {frames}")
+            with_user += s["count"]
+        if any("read" in f for f in frames[:first_user]):
+            reading += s["count"]
+    check(in_kernel > 0.5 * total, f"{in_kernel} of {total} samples in the kernel")
+    check(reading > 0.5 * in_kernel, f"{reading} of {in_kernel} kernel samples in read code")
+    check(with_user > 0.9 * in_kernel, f"{with_user} of {in_kernel} with their user frames")
+
+
+def test_short_lived_process_is_symbolized():
+    """Burns 1.5 s and exits about 5 s before the window ends: its names survive it."""
+    agent = Agent(interval=8).wait_ready()
+    time.sleep(1)
+    proc = spawn([workload("burn"), "1.5"])
+    wait_exit(proc, 30)
+    time.sleep(8)
+    agent.stop()
+    pid = proc.pid
+    pairs = merged_samples(profiles_of(agent), pid=pid)
+    total = sum(s["count"] for _, s in pairs)
+    check(total > 100, f"{total} samples of the short-lived process")
+    named = sum(s["count"] for p, s in pairs
+                if p.frames(s)[:4] == ["burn_spin", "burn_loop", "burn_threads", "main"])
+    check(named > 0.95 * total, f"only {named} of {total} samples fully named")
+    windows = agent.windows()
+    check(any(w["profiled"] > 0 for w in windows), f"windows {windows}")
+    # It exited well before the end of its window: a window was written after its exit.
+    check(windows[0]["duration_ms"] >= 7000, f"first window {windows[0]}")
+
+
+def test_pid_filter():
+    a = spawn([workload("burn"), "4"])
+    b = spawn([workload("burn"), "4"])
+    agent = Agent("--pid", a.pid, interval=2).wait_ready()
+    time.sleep(3)
+    agent.stop()
+    profiles = profiles_of(agent)
+    pids = {s["labels"]["pid"] for p in profiles for s in p.data["samples"]}
+    check(pids == {a.pid}, f"pids in the profile: {pids}, wanted only {a.pid}")
+    check(sum(w["filtered"] for w in agent.windows()) > 0, "no sample counted as filtered")
+
+
+def test_sigterm_flushes_the_current_window():
+    burner = spawn([workload("burn"), "10"])
+    agent = Agent(interval=60).wait_ready()
+    time.sleep(3)
+    start = time.monotonic()
+    agent.stop(signal.SIGTERM)
+    took = time.monotonic() - start
+    check(agent.returncode == 0, f"exit status {agent.returncode}")
+    check(took < 5, f"took {took:.1f} s to stop")
+    paths = agent.profiles()
+    check(len(paths) == 1, f"profiles: {paths}")
+    p = pprof_json(paths[0])
+    check(p.total(pid=burner.pid) > 150, "the final window lacks the burner's samples")
+    check(2.5e9 < p.data["duration_nanos"] < 5e9, f"duration {p.data['duration_nanos']}")
+
+
+def test_sample_accounting():
+    """Samples of a 2-thread burner match its CPU time x Hz within 5 %, and every sample of
+    every window is in the profile or in a drop counter."""
+    agent, out, pid = run_with_agent([workload("burn"), "4", "2"], interval=2)
+    cpu_ns = int(re.search(r"cpu_ns=(\d+)", out).group(1))
+    expected = cpu_ns / 1e9 * 100
+    got = sum(s["count"] for _, s in merged_samples(profiles_of(agent), pid=pid))
+    check(abs(got - expected) <= 0.05 * expected,
+          f"{got} samples for {cpu_ns / 1e9:.2f} s of CPU (expected {expected:.0f} +-5 %)")
+    windows = agent.windows()
+    check(len(windows) >= 3, f"windows: {windows}")
+    for w in windows:
+        check(w["unaccounted"] == 0, f"window {w}")
+        check(w["samples"] == w["idle"] + w["filtered"] + w["recorded"] + w["dropped"],
+              f"window does not add up: {w}")
+        check(w["profiled"] + w["cap_dropped"] == w["recorded"], f"window {w}")
+        check(w["dropped"] <= 0.001 * max(w["samples"], 1000), f"drops {w}")
+
+
+def test_python_busy_loop():
+    """Debian's python3, no debug packages: the interpreter loop is named, and only within
+    its extent."""
+    agent, _, pid = run_with_agent(
+        ["/usr/bin/python3", "-c",
+         "import time\nend = time.time() + 3\nx = 0\nwhile time.time() < end:\n"
+         "    for i in range(10000):\n        x += i * 2\n"])
+    profiles = profiles_of(agent)
+    pairs = merged_samples(profiles, pid=pid)
+    leaves = {}
+    for p, s in pairs:
+        leaves[p.frames(s)[0]] = leaves.get(p.frames(s)[0], 0) + s["count"]
+    check(leaves.get("_PyEval_EvalFrameDefault", 0) > 0.1 * sum(leaves.values()),
+          f"_PyEval_EvalFrameDefault is not a hot leaf: {leaves}")
+    check_names_within_extents(profiles, pid, "python3")
+
+
+def test_perl_busy_loop():
+    agent, _, pid = run_with_agent(
+        ["/usr/bin/perl", "-e", "my $e = time + 3; my $x = 0; while (time < $e) { $x++ }"])
+    pairs = merged_samples(profiles_of(agent), pid=pid)
+    leaves = {}
+    for p, s in pairs:
+        leaves[p.frames(s)[0]] = leaves.get(p.frames(s)[0], 0) + s["count"]
+    total = sum(leaves.values())
+    perl = sum(v for k, v in leaves.items()
+               if k == "Perl_runops_standard" or k.startswith("Perl_pp_"))
+    check(perl > 0.3 * total, f"Perl_runops_standard/Perl_pp_* {perl} of {total}: {leaves}")
+    check_names_within_extents(profiles_of(agent), pid, "perl")
+
+
+def nm_dynamic(path):
+    out = subprocess.run(["nm", "-D", "-S", "--defined-only", path], capture_output=True,
+                         text=True, check=True).stdout
+    syms = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "TtWi":
+            # Versioned names print as name@@VERSION; the symbol's name is the part before.
+            syms.append((int(parts[0], 16), int(parts[1], 16), parts[3].split("@")[0]))
+    return syms
+
+
+def check_names_within_extents(profiles, pid, binary, need_named=True):
+    """Every frame in the mapping whose file name contains `binary` is either named by a
+    symbol whose extent (`nm -D -S`) holds the address, or unnamed where no exported symbol
+    covers it: never the nearest exported name. Returns (named, unnamed) frame counts."""
+    files = {m["file"] for p, s in merged_samples(profiles, pid=pid) for lid in s["locations"]
+             for m in [p.mappings.get(p.locations[lid]["mapping"])]
+             if m and binary in os.path.basename(m["file"])}
+    check(len(files) == 1, f"mappings for {binary}: {files}")
+    path = files.pop()
+    syms = nm_dynamic(os.path.realpath(path))
+    by_name = {}
+    for start, size, name in syms:
+        by_name.setdefault(name, []).append((start, size))
+    named = unnamed = 0
+    for p, s in merged_samples(profiles, pid=pid):
+        for lid in s["locations"]:
+            loc = p.locations[lid]
+            m = p.mappings.get(loc["mapping"])
+            if not m or m["file"] != path:
+                continue
+            addr = loc["address"]
+            if loc["lines"]:
+                named += 1
+                name = loc["lines"][0]["function"]
+                check(any(st <= addr < st + sz for st, sz in by_name.get(name, [])),
+                      f"{name} at {addr:#x} is outside its extent {by_name.get(name)}")
+            else:
+                unnamed += 1
+                covering = [n for st, sz, n in syms if st <= addr < st + sz]
+                check(not covering, f"{addr:#x} left unnamed inside {covering}")
+                check(not m["has_functions"], "a mapping with unnamed frames claims functions")
+    check(named + unnamed > 0, f"no frame in {path}")
+    check(named > 0 or not need_named, f"no named frame in {path}")
+    return named, unnamed
+
+
+def test_xz_names_only_within_symbol_extents():
+    """liblzma is stripped: its exported functions are named, at addresses inside their
+    extents; everything else stays an unnamed frame of its mapping, never a wrong name."""
+    data = os.path.join(tmpdir(), "data")
+    with open(data, "wb") as f:
+        f.write(os.urandom(1 << 20) * 12)
+    agent, _, pid = run_with_agent(["/usr/bin/xz", "-9", "-k", "-T1", "-f", data])
+    profiles = profiles_of(agent)
+    _, unnamed = check_names_within_extents(profiles, pid, "liblzma.so", need_named=False)
+    check(unnamed > 0, "expected unnamed liblzma frames (internal functions)")
+    # go tool pprof shows those frames as [liblzma.so.X.Y.Z].
+    text = go_pprof(["-top", "-symbolize=none", f"-tagfocus=pid={pid}", agent.profiles()[0]])
+    check(re.search(r"\[liblzma\.so[.\d]*\]", text), f"go tool pprof -top:\n{text}")
+
+
+def test_address_model_symbolized_by_go_pprof():
+    """Stripped PIE and non-PIE binaries: we cannot name their functions and record ELF
+    addresses (start 0, limit ~0, offset 0) under their build IDs. Put the unstripped files
+    where the profile says the binaries are and go tool pprof names the frames from them.
+    (Go's pprof matches binaries by path: its object files have no build-ID support.)"""
+    apps = tmpdir()
+    run = {}
+    for name in ("hot2", "burn-nopie"):
+        out = subprocess.run(["readelf", "-n", workload(name)], capture_output=True,
+                             text=True, check=True).stdout
+        build_id = re.search(r"Build ID: (\w+)", out).group(1)
+        app = os.path.join(apps, name)
+        subprocess.run(["cp", workload(name + "-stripped"), app], check=True)
+        run[name] = (app, build_id)
+    agent = Agent(interval=3).wait_ready()
+    a = spawn([run["hot2"][0], "3"])
+    b = spawn([run["burn-nopie"][0], "3"])
+    wait_exit(a, 30)
+    wait_exit(b, 30)
+    agent.stop()
+    profiles = profiles_of(agent)
+    for name in run:	# now the debug-enabled files take the binaries' place
+        subprocess.run(["cp", workload(name), run[name][0]], check=True)
+    for pid, name, want in ((a.pid, "hot2", ("hot_a", "hot_b")),
+                            (b.pid, "burn-nopie", ("burn_spin",))):
+        app, build_id = run[name]
+        pairs = merged_samples(profiles, pid=pid)
+        check(pairs, f"no samples of {name}")
+        mappings = {(m["file"], m["build_id"], m["start"], m["offset"], m["limit"],
+                     m["has_functions"])
+                    for p, s in pairs for lid in s["locations"]
+                    for m in [p.mappings.get(p.locations[lid]["mapping"])]
+                    if m and m["file"] == app}
+        check(mappings == {(app, build_id, 0, 0, 2**64 - 1, False)},
+              f"{name}: mappings {mappings}")
+        ours = {f for p, s in pairs for f in p.frames(s)}
+        check(not ours.intersection(want), f"{want} named without symbols?")
+        leaves = {}
+        for path in agent.profiles():
+            text = go_pprof(["-traces", "-symbolize=local", f"-tagfocus=pid={pid}", path])
+            for value, unit, frame in re.findall(r"^\s*([\d.]+)(m?s)\s+(\S+)", text, re.M):
+                ms = float(value) * (1000 if unit == "s" else 1)
+                leaves[frame] = leaves.get(frame, 0) + ms
+        hits = sum(leaves.get(w, 0) for w in want)
+        check(hits > 0.8 * sum(leaves.values()),
+              f"go tool pprof did not name {want} from the ELF addresses: {leaves}")
+
+
+def test_lifecycle_leaks_no_descriptors():
+    """Open, load, attach, flip, drain and free the sampler three times in one process: the
+    verifier accepts the programs and no descriptor is left behind."""
+    p = subprocess.run([os.path.join(os.path.dirname(workload("x")), "..", "lifecycle")],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"lifecycle: {p.stdout}{p.stderr}")
+
+
+def test_bad_flags_and_missing_privileges():
+    p = subprocess.run([workload("../../ignis"), "--frequency", "abc"], capture_output=True,
+                       text=True)
+    check(p.returncode == 2, f"exit {p.returncode}")
+    first = p.stderr.splitlines()[0]
+    check(first == "ignis: --frequency abc: must be a whole number of Hz from 1 to 10000",
+          f"first line: {first!r}")
+    check("Usage: ignis" in p.stderr, "no usage after a bad flag")
+    # Without privileges: exit 1, one line that says what to fix.
+    out = tmpdir()
+    os.chmod(out, 0o777)
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        "--inh-caps=-all", "--bounding-set=-all", workload("../../ignis"),
+                        "--output-dir", out, "--duration", "1"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 1, f"unprivileged exit {p.returncode}: {p.stderr}")
+    errors = [l for l in p.stderr.splitlines() if l.startswith("ignis: error:")]
+    check(len(errors) == 1 and "permission denied" in errors[0] and "CAP_BPF" in errors[0],
+          f"errors: {errors}")
+
+
+def test_sanitized_agent_runs_clean():
+    """The agent built with ASan/UBSan through two windows of a real workload."""
+    from harness import path
+    agent = Agent(binary=path("san", "ignis"), interval=2).wait_ready(timeout=60)
+    proc = spawn([workload("hot2"), "3"])
+    wait_exit(proc, 30)
+    time.sleep(1)
+    agent.stop()
+    log = agent.stderr()
+    check(agent.returncode == 0, f"exit {agent.returncode}:\n{log[-3000:]}")
+    check("AddressSanitizer" not in log and "runtime error" not in log, log[-3000:])
+    check(agent.profiles(), "no profile")

@@ -134,8 +134,13 @@ int top_rank(const struct profile *p, int by_total, struct top_entry *out, unsig
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (i = 0; i < nr; i++)
-		order[i] = &stats[i];
+	for (i = 0, j = 0; i < nr; i++) {
+		/* A placeholder for missing callers is on many stacks but is no function. */
+		if (by_total && !strcmp(stats[i].entry.name, "[truncated]"))
+			continue;
+		order[j++] = &stats[i];
+	}
+	nr = j;
 	qsort(order, nr, sizeof(*order), by_total ? cmp_total : cmp_self);
 	for (i = 0; i < nr && i < max; i++)
 		out[i] = order[i]->entry;

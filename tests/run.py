@@ -49,6 +49,18 @@ def format_check(results):
                    proc.stderr[-4000:])
 
 
+def docs_check(results, build):
+    """The README's option reference is the agent's --help, verbatim."""
+    ignis = os.path.join(build, "ignis")
+    proc = subprocess.run([ignis, "--help"], capture_output=True, text=True)
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    ok = proc.returncode == 0 and proc.stdout.strip() in readme
+    results.record("docs: README options match `ignis --help`", ok,
+                   "update the Options section of README.md from `build/ignis --help`:\n" +
+                   proc.stdout)
+
+
 TAP_LINE = re.compile(r"^(not ok|ok) \d+ - (\S+)")
 
 
@@ -130,6 +142,7 @@ def main():
     started = time.monotonic()
     if not args.only:
         format_check(results)
+        docs_check(results, args.build)
         unit_tests(results, args.build)
     if not args.unit_only:
         integration_tests(results, args.build, args.only)

@@ -213,7 +213,7 @@ static void log_window(struct agent *a, uint64_t seq, const struct drained_windo
 	const uint64_t *st = dw->stats;
 
 	pr_debug("window seq=%" PRIu64 " duration_ms=%" PRIu64 " cpus=%u samples=%" PRIu64
-		 " fired=%" PRIu64 " idle=%" PRIu64 " filtered=%" PRIu64 " recorded=%" PRIu64
+		 " clock_expected=%" PRIu64 " idle=%" PRIu64 " filtered=%" PRIu64 " recorded=%" PRIu64
 		 " dropped=%" PRIu64 " stacks_full=%" PRIu64 " collisions=%" PRIu64
 		 " counts_full=%" PRIu64 " unaccounted=%" PRId64 " ustack_err=%" PRIu64
 		 " kstack_err=%" PRIu64 " events_lost=%" PRIu64 " profiled=%" PRIu64

@@ -373,3 +373,32 @@ def test_sanitized_agent_runs_clean():
     check(agent.returncode == 0, f"exit {agent.returncode}:\n{log[-3000:]}")
     check("AddressSanitizer" not in log and "runtime error" not in log, log[-3000:])
     check(agent.profiles(), "no profile")
+
+
+def test_cpu_coming_online_is_sampled():
+    """A CPU taken offline and brought back gets a new perf event: a workload pinned to it
+    afterwards is sampled at the full rate."""
+    cpus = sorted(os.listdir("/sys/devices/system/cpu"))
+    online = "/sys/devices/system/cpu/cpu1/online"
+    check(os.path.exists(online), f"cpu1 cannot be hot-unplugged here ({cpus})")
+    agent = Agent(interval=1).wait_ready()
+    try:
+        with open(online, "w") as f:
+            f.write("0")
+        time.sleep(2.5)
+    finally:
+        with open(online, "w") as f:
+            f.write("1")
+    time.sleep(2.5)
+    proc = spawn(["taskset", "-c", "1", workload("burn"), "2"])
+    out, _ = wait_exit(proc, 30)
+    time.sleep(1.5)
+    agent.stop()
+    windows = agent.windows()
+    check(any(w["cpus"] == 1 for w in windows), f"the offline CPU was still counted: {windows}")
+    check(windows[-1]["cpus"] == 2, f"CPU 1 not picked up again: {windows[-1]}")
+    check("CPUs came online" in agent.stderr(), "no log line for the returning CPU")
+    cpu_ns = int(re.search(r"cpu_ns=(\d+)", out).group(1))
+    got = sum(s["count"] for _, s in merged_samples(profiles_of(agent), pid=proc.pid))
+    check(abs(got - cpu_ns / 1e7) <= 0.05 * cpu_ns / 1e7,
+          f"{got} samples on the returned CPU for {cpu_ns / 1e9:.2f} s of CPU")

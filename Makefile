@@ -31,7 +31,8 @@ V ?= 0
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
-VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0)
+VERSION ?= 0.1.0
+REVISION := $(shell git rev-parse --short HEAD 2>/dev/null)
 
 # ---- 3. Flags ---------------------------------------------------------------------------------
 PKGS := libbpf libelf libdw zlib libprotobuf-c
@@ -47,7 +48,7 @@ endif
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARNINGS) -MMD -MP \
 	      -fstack-protector-strong -I$(BUILD) -I$(BUILD)/agent $(PKG_CFLAGS) \
-	      -DIGNIS_VERSION='"$(VERSION)"' $(CFLAGS)
+	      -DIGNIS_VERSION='"$(VERSION)$(if $(REVISION), (git $(REVISION)))"' $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lelf -lz
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -93,7 +94,7 @@ all: $(BUILD)/ignis
 
 $(BUILD)/ignis: $(AGENT_OBJS) $(BUILD)/libsymbolizer.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
 
 $(BUILD)/libsymbolizer.a: $(SYMBOLIZER_OBJS)
 	$(call msg,AR,$@)
@@ -146,7 +147,7 @@ $(BUILD)/san/libsymbolizer.a: $(SYMBOLIZER_SRCS:%.c=$(BUILD)/san/%.o)
 
 $(BUILD)/san/ignis: $(AGENT_OBJS:$(BUILD)/%=$(BUILD)/san/%) $(BUILD)/san/libsymbolizer.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS_ALL)
 
 include tests/tests.mk
 

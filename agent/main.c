@@ -42,7 +42,7 @@
 /* Time between two PROC_EVENT_MMAP of one process, enforced in BPF. */
 #define MMAP_EVENT_GAP_NS (250 * NSEC_PER_MSEC)
 /* How often the counters are summarized at info level, and BPF's process table reconciled. */
-#define SUMMARY_EVERY_WINDOWS 6
+#define SUMMARY_EVERY_NS (60 * NSEC_PER_SEC)
 /* kallsyms is read again at most this often when kernel addresses stay unnamed. */
 #define KALLSYMS_RELOAD_NS (300 * NSEC_PER_SEC)
 #define GZIP_LEVEL	   6
@@ -82,6 +82,7 @@ struct agent {
 	uint64_t seq; /* the window being recorded */
 	uint64_t window_start_real;
 	uint64_t window_start_mono;
+	uint64_t summary_ns; /* CLOCK_MONOTONIC of the last summary */
 	struct totals totals;
 };
 
@@ -103,6 +104,71 @@ static int on_proc_event(void *ctx, const struct ignis_proc_event *ev)
 	return 0;
 }
 
+/* --pid names processes: refuse ids that do not exist, or that are threads of another. */
+static int check_pids(const struct agent_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nr_pids; i++) {
+		unsigned int tgid = 0;
+		char *status, *line;
+		int fd = procfs_open_pid("/proc", cfg->pids[i]);
+		long n;
+
+		if (fd < 0) {
+			fprintf(stderr, "ignis: --pid %u: no such process\n", cfg->pids[i]);
+			return -ESRCH;
+		}
+		n = procfs_read_file(fd, "status", 65536, &status);
+		close(fd);
+		if (n < 0)
+			continue; /* gone meanwhile: its samples simply never come */
+		line = strstr(status, "\nTgid:");
+		if (line)
+			sscanf(line, "\nTgid: %u", &tgid);
+		free(status);
+		if (tgid && tgid != cfg->pids[i]) {
+			fprintf(stderr,
+				"ignis: --pid %u: is a thread of process %u; give the process "
+				"id (--pid %u)\n",
+				cfg->pids[i], tgid, tgid);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static long read_sysctl(const char *path)
+{
+	char *text;
+	long n, v;
+
+	n = procfs_read_file(AT_FDCWD, path, 64, &text);
+	if (n < 0)
+		return -1;
+	v = strtol(text, NULL, 10);
+	free(text);
+	return v;
+}
+
+/* Say why /proc/kallsyms shows zeros (kallsyms_show_value() in kernel/kallsyms.c). */
+static void explain_hidden_kallsyms(void)
+{
+	long kptr = read_sysctl("/proc/sys/kernel/kptr_restrict");
+	long paranoid = read_sysctl("/proc/sys/kernel/perf_event_paranoid");
+
+	if (kptr >= 2)
+		pr_warn("kernel symbol addresses are hidden (kernel.kptr_restrict=%ld hides them "
+			"from everyone): kernel frames stay unnamed; set kernel.kptr_restrict=1 "
+			"and grant CAP_SYSLOG to name them",
+			kptr);
+	else
+		pr_warn("kernel symbol addresses are hidden from this process "
+			"(kernel.kptr_restrict=%ld, kernel.perf_event_paranoid=%ld): kernel frames "
+			"stay unnamed; grant CAP_SYSLOG (or run as root) to name them",
+			kptr, paranoid);
+}
+
 static void load_kallsyms(struct agent *a)
 {
 	FILE *f = fopen("/proc/kallsyms", "re");
@@ -117,9 +183,7 @@ static void load_kallsyms(struct agent *a)
 	n = symbolizer__load_kallsyms(a->symbolizer, f);
 	fclose(f);
 	if (n == -EPERM) {
-		pr_warn("kernel symbol addresses are hidden from this process "
-			"(kernel.kptr_restrict); kernel frames stay unnamed: run as root with "
-			"CAP_SYSLOG, or set kernel.kptr_restrict=0");
+		explain_hidden_kallsyms();
 		a->kernel_symbols = false;
 	} else if (n < 0) {
 		pr_warn("cannot parse /proc/kallsyms: %s; kernel frames stay unnamed",
@@ -213,11 +277,11 @@ static void log_window(struct agent *a, uint64_t seq, const struct drained_windo
 	const uint64_t *st = dw->stats;
 
 	pr_debug("window seq=%" PRIu64 " duration_ms=%" PRIu64 " cpus=%u samples=%" PRIu64
-		 " clock_expected=%" PRIu64 " idle=%" PRIu64 " filtered=%" PRIu64 " recorded=%" PRIu64
-		 " dropped=%" PRIu64 " stacks_full=%" PRIu64 " collisions=%" PRIu64
-		 " counts_full=%" PRIu64 " unaccounted=%" PRId64 " ustack_err=%" PRIu64
-		 " kstack_err=%" PRIu64 " events_lost=%" PRIu64 " profiled=%" PRIu64
-		 " processes=%" PRIu64 " no_image=%" PRIu64 " kthread=%" PRIu64
+		 " clock_expected=%" PRIu64 " idle=%" PRIu64 " filtered=%" PRIu64
+		 " recorded=%" PRIu64 " dropped=%" PRIu64 " stacks_full=%" PRIu64
+		 " collisions=%" PRIu64 " counts_full=%" PRIu64 " unaccounted=%" PRId64
+		 " ustack_err=%" PRIu64 " kstack_err=%" PRIu64 " events_lost=%" PRIu64
+		 " profiled=%" PRIu64 " processes=%" PRIu64 " no_image=%" PRIu64 " kthread=%" PRIu64
 		 " truncated=%" PRIu64 " broken_chains=%" PRIu64 " root_unknown=%" PRIu64
 		 " unknown_frames=%" PRIu64 " unnamed_frames=%" PRIu64 " cap_dropped=%" PRIu64
 		 " stacks=%zu bytes=%zu file=%s",
@@ -347,12 +411,17 @@ static int do_window(struct agent *a)
 		   path[0] ? path : NULL);
 
 	if (a->cfg->top) {
-		printf("\nwindow %" PRIu64 ": %" PRIu64 " samples in %.1f s (%.1f Hz per CPU on %u "
-		       "CPUs): %" PRIu64 " profiled in %" PRIu64 " processes, %" PRIu64
-		       " idle, %" PRIu64 " dropped\n",
-		       seq, dw.stats[STAT_SAMPLES], (double)po.duration_ns / NSEC_PER_SEC, rate,
-		       sampler__nr_cpus(a->sampler), ws.samples, ws.processes, dw.stats[STAT_IDLE],
-		       drops_of(dw.stats));
+		uint64_t possible = (uint64_t)a->cfg->frequency_hz * sampler__nr_cpus(a->sampler) *
+				    po.duration_ns / NSEC_PER_SEC;
+
+		printf("\nwindow %" PRIu64 " (%.1f s): %" PRIu64 " samples of %" PRIu64
+		       " possible at %u Hz on %u CPUs (%.1f Hz per CPU; idle CPUs may yield fewer);"
+		       " %" PRIu64 " idle, %" PRIu64 " filtered, %" PRIu64 " dropped, %" PRIu64
+		       " profiled in %" PRIu64 " process%s\n",
+		       seq, (double)po.duration_ns / NSEC_PER_SEC, dw.stats[STAT_SAMPLES], possible,
+		       a->cfg->frequency_hz, sampler__nr_cpus(a->sampler), rate,
+		       dw.stats[STAT_IDLE], dw.stats[STAT_FILTERED], drops_of(dw.stats), ws.samples,
+		       ws.processes, ws.processes == 1 ? "" : "es");
 		if (path[0])
 			printf("  profile: %s (%zu bytes)\n", path, len);
 		if (top_print(stdout, p, a->cfg->top))
@@ -375,7 +444,8 @@ cleanup:
 	drained_window__fini(&dw);
 	proctab__release(a->proctab, seq);
 	proctab__rescan(a->proctab, a->seq);
-	if (a->totals.windows % SUMMARY_EVERY_WINDOWS == 0) {
+	if (now_mono_ns() - a->summary_ns >= SUMMARY_EVERY_NS) {
+		a->summary_ns = now_mono_ns();
 		n = drain__reconcile_procs(a->sampler, image_known, a->proctab);
 		if (n > 0)
 			pr_debug("%d processes will be announced again", n);
@@ -398,6 +468,7 @@ static int run(struct agent *a)
 
 	a->window_start_mono = start;
 	a->window_start_real = now_real_ns();
+	a->summary_ns = start;
 	while (!stop_requested) {
 		uint64_t now = now_mono_ns(), deadline = next;
 		int timeout;
@@ -458,11 +529,15 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_max_level = cfg.log_level;
+	if (check_pids(&cfg)) {
+		config_fini(&cfg);
+		return 2;
+	}
 	if (!cfg.output_dir) {
 		cfg.output_dir = strdup(DEFAULT_OUTPUT_DIR);
 		if (!cfg.output_dir)
 			goto cleanup;
-		pr_info("no sink configured: writing profiles to %s", cfg.output_dir);
+		pr_info("writing profiles to %s (no --output-dir given)", cfg.output_dir);
 	}
 
 	sigemptyset(&sa.sa_mask);
@@ -472,6 +547,27 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	if (gethostname(a.hostname, sizeof(a.hostname) - 1))
 		snprintf(a.hostname, sizeof(a.hostname), "localhost");
+
+	/* BPF first: without privileges or BTF nothing else matters, and nothing is created.
+	 * Events wait in the ring buffer until the loop reads them. */
+	sopts.frequency_hz = cfg.frequency_hz;
+	sopts.event = cfg.event;
+	sopts.user_stacks = true;
+	sopts.kernel_stacks = cfg.kernel_stacks;
+	sopts.skip_walk = cfg.skip_walk;
+	sopts.pids = cfg.pids;
+	sopts.nr_pids = cfg.nr_pids;
+	sopts.max_stacks = cfg.max_stacks;
+	sopts.window_sec = cfg.interval_sec;
+	sopts.mmap_event_gap_ns = MMAP_EVENT_GAP_NS;
+	sopts.on_event = on_proc_event;
+	sopts.ctx = &a;
+	a.sampler = sampler__new(&sopts);
+	if (!a.sampler)
+		goto cleanup;
+	err = sampler__attach(a.sampler);
+	if (err)
+		goto cleanup;
 
 	so.cache_max_bytes = cfg.symbol_cache_bytes;
 	so.print = symbolizer_print;
@@ -511,25 +607,6 @@ int main(int argc, char **argv)
 		       cfg.output_dir, strerror(errno));
 		goto cleanup;
 	}
-
-	sopts.frequency_hz = cfg.frequency_hz;
-	sopts.event = cfg.event;
-	sopts.user_stacks = true;
-	sopts.kernel_stacks = cfg.kernel_stacks;
-	sopts.skip_walk = cfg.skip_walk;
-	sopts.pids = cfg.pids;
-	sopts.nr_pids = cfg.nr_pids;
-	sopts.max_stacks = cfg.max_stacks;
-	sopts.window_sec = cfg.interval_sec;
-	sopts.mmap_event_gap_ns = MMAP_EVENT_GAP_NS;
-	sopts.on_event = on_proc_event;
-	sopts.ctx = &a;
-	a.sampler = sampler__new(&sopts);
-	if (!a.sampler)
-		goto cleanup;
-	err = sampler__attach(a.sampler);
-	if (err)
-		goto cleanup;
 	pr_info("profiling %u CPUs at %u Hz%s; a profile every %u s into %s",
 		sampler__nr_cpus(a.sampler), cfg.frequency_hz,
 		cfg.nr_pids ? " (selected processes)" : "", cfg.interval_sec, cfg.output_dir);

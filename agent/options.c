@@ -12,6 +12,7 @@ typedef int (*option_parse_fn)(struct agent_config *cfg, const char *arg, char *
 
 struct option_desc {
 	const char *name; /* long option, without dashes */
+	char short_name;  /* one-letter alias, or 0 */
 	const char *arg;  /* metavariable, NULL for a flag */
 	const char *help;
 	const char *def; /* default shown in the usage, or NULL */
@@ -266,30 +267,31 @@ static int opt_help(struct agent_config *cfg, const char *arg, char *why, size_t
 }
 
 static const struct option_desc options[] = {
-	{ "frequency", "HZ", "samples per second on each CPU", "100", opt_frequency },
-	{ "interval", "SECONDS", "window length: one profile per window", "10", opt_interval },
-	{ "duration", "SECONDS", "stop after this long (0: run until SIGINT/SIGTERM)", "0",
+	{ "frequency", 0, "HZ", "samples per second on each CPU", "100", opt_frequency },
+	{ "interval", 0, "SECONDS", "window length: one profile per window", "10", opt_interval },
+	{ "duration", 0, "SECONDS", "stop after this long (0: run until SIGINT/SIGTERM)", "0",
 	  opt_duration },
-	{ "output-dir", "DIR", "write one pprof (.pb.gz) per window into DIR", DEFAULT_OUTPUT_DIR,
-	  opt_output_dir },
-	{ "output-max-bytes", "SIZE", "remove the oldest profiles beyond this total size", "256MiB",
-	  opt_output_max_bytes },
-	{ "output-max-age", "DURATION", "remove profiles older than this", "72h",
+	{ "output-dir", 0, "DIR", "write one pprof (.pb.gz) per window into DIR",
+	  DEFAULT_OUTPUT_DIR, opt_output_dir },
+	{ "output-max-bytes", 0, "SIZE", "remove the oldest profiles beyond this total size",
+	  "256MiB", opt_output_max_bytes },
+	{ "output-max-age", 0, "DURATION", "remove profiles older than this", "72h",
 	  opt_output_max_age },
-	{ "pid", "PID", "profile only this process (repeatable)", NULL, opt_pid },
-	{ "no-kernel", NULL, "record user stacks only", NULL, opt_no_kernel },
-	{ "top", "N", "after each window print the N hottest functions", "0", opt_top },
-	{ "log-level", "LEVEL", "error, warn, info or debug", "info", opt_log_level },
-	{ "event", "EVENT", "cpu-clock (software, works everywhere) or cycles (hardware)",
+	{ "pid", 0, "PID", "profile only this process (repeatable)", NULL, opt_pid },
+	{ "no-kernel", 0, NULL, "record user stacks only (kernel threads are not profiled)", NULL,
+	  opt_no_kernel },
+	{ "top", 0, "N", "after each window print the N hottest functions", "0", opt_top },
+	{ "log-level", 0, "LEVEL", "error, warn, info or debug", "info", opt_log_level },
+	{ "event", 0, "EVENT", "cpu-clock (software, works everywhere) or cycles (hardware)",
 	  "cpu-clock", opt_event },
-	{ "symbol-cache-size", "SIZE", "memory budget for cached symbol tables", "64MiB",
+	{ "symbol-cache-size", 0, "SIZE", "memory budget for cached symbol tables", "64MiB",
 	  opt_symbol_cache },
-	{ "max-stacks", "N", "stacks per window in the BPF maps (0: sized automatically)", "0",
+	{ "max-stacks", 0, "N", "stacks per window in the BPF maps (0: sized automatically)", "0",
 	  opt_max_stacks },
-	{ "bench-skip-walk", NULL, "benchmarks only: sample without walking stacks", NULL,
+	{ "bench-skip-walk", 0, NULL, "benchmarks only: sample without walking stacks", NULL,
 	  opt_skip_walk },
-	{ "version", NULL, "print the version and exit", NULL, opt_version },
-	{ "help", NULL, "print this help and exit", NULL, opt_help },
+	{ "version", 'V', NULL, "print the version and exit", NULL, opt_version },
+	{ "help", 'h', NULL, "print this help and exit", NULL, opt_help },
 };
 
 void config_init(struct agent_config *cfg)
@@ -322,8 +324,12 @@ void config_usage(FILE *out)
 		const struct option_desc *o = &options[i];
 		char left[64];
 
-		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
-			 o->arg ? o->arg : "");
+		if (o->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
 		fprintf(out, "  %-28s %s", left, o->help);
 		if (o->def)
 			fprintf(out, " (default: %s)", o->def);
@@ -334,12 +340,13 @@ void config_usage(FILE *out)
 int config_parse_args(struct agent_config *cfg, int argc, char **argv, FILE *err)
 {
 	struct option longopts[ARRAY_SIZE(options) + 1];
+	char shortopts[2 * ARRAY_SIZE(options) + 3] = "+:", *sp = shortopts + 2;
 	const struct option_desc *o;
 	char why[256];
 	size_t i;
 	int c;
 
-	/* getopt_long returns 256 + the option's index: no short options exist. */
+	/* getopt_long returns 256 + the option's index, or the letter of a short option. */
 	for (i = 0; i < ARRAY_SIZE(options); i++) {
 		longopts[i] = (struct option){
 			.name = options[i].name,
@@ -349,11 +356,19 @@ int config_parse_args(struct agent_config *cfg, int argc, char **argv, FILE *err
 		};
 	}
 	memset(&longopts[i], 0, sizeof(longopts[i]));
+	for (i = 0; i < ARRAY_SIZE(options); i++) {
+		if (!options[i].short_name)
+			continue;
+		*sp++ = options[i].short_name;
+		if (options[i].arg)
+			*sp++ = ':';
+	}
+	*sp = '\0';
 
 	opterr = 0;
 	optind = 1;
 	/* "+": stop at the first non-option; ":": report a missing value as ':'. */
-	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		if (c == ':') {
 			fprintf(err, "ignis: %s: missing value\n", argv[optind - 1]);
 			return -EINVAL;
@@ -362,9 +377,16 @@ int config_parse_args(struct agent_config *cfg, int argc, char **argv, FILE *err
 			if (optopt >= 256)
 				fprintf(err, "ignis: --%s takes no value\n",
 					options[optopt - 256].name);
+			else if (optopt)
+				fprintf(err, "ignis: -%c: unknown option\n", optopt);
 			else
 				fprintf(err, "ignis: %s: unknown option\n", argv[optind - 1]);
 			return -EINVAL;
+		}
+		if (c < 256) {
+			for (i = 0; i < ARRAY_SIZE(options) && options[i].short_name != c; i++)
+				;
+			c = 256 + (int)i;
 		}
 		o = &options[c - 256];
 		why[0] = '\0';

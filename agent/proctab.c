@@ -265,6 +265,12 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 			m->object = sym_object__get(pt->opts.vdso);
 	}
 
+	/* A process that has exited but not yet been reaped shows no mappings at all. */
+	if (!nr) {
+		err = -ESRCH;
+		goto cleanup;
+	}
+
 	/* Keep what disappeared until this window is drained, unless something replaced it. */
 	old = img->maps;
 	for (i = 0; i < img->nr_maps; i++) {
@@ -283,7 +289,8 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 		}
 	}
 	free(old);
-	qsort(maps, nr, sizeof(*maps), cmp_mapping);
+	if (nr > 1)
+		qsort(maps, nr, sizeof(*maps), cmp_mapping);
 	img->maps = maps;
 	img->nr_maps = nr;
 	img->cap_maps = cap;

@@ -155,18 +155,27 @@ int file_sink__write(struct file_sink *fs, uint64_t time_ns, uint64_t seq, const
 	return 0;
 }
 
-/* Ours: "YYYYmmddTHHMMSSZ_" ... ".pb.gz". */
-static bool is_ours(const char *name)
+/* Ours: "YYYYmmddTHHMMSSZ_<host>_w<digits>.pb.gz" with this host's name, nothing else: a
+ * folder shared by several hosts keeps each host's caps to its own files. */
+static bool is_ours(const struct file_sink *fs, const char *name)
 {
-	size_t len = strlen(name), i;
+	size_t len = strlen(name), host = strlen(fs->host), i;
+	const char *p;
 
-	if (len < 17 + sizeof(SUFFIX) - 1 || strcmp(name + len - (sizeof(SUFFIX) - 1), SUFFIX))
+	if (len < 16 + 1 + host + 2 + sizeof(SUFFIX) - 1 ||
+	    strcmp(name + len - (sizeof(SUFFIX) - 1), SUFFIX))
 		return false;
 	for (i = 0; i < 15; i++) {
 		if (i == 8 ? name[i] != 'T' : (name[i] < '0' || name[i] > '9'))
 			return false;
 	}
-	return name[15] == 'Z' && name[16] == '_';
+	if (name[15] != 'Z' || name[16] != '_' || strncmp(name + 17, fs->host, host) ||
+	    strncmp(name + 17 + host, "_w", 2))
+		return false;
+	for (p = name + 17 + host + 2; p < name + len - (sizeof(SUFFIX) - 1); p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return p > name + 17 + host + 2;
 }
 
 static int cmp_file(const void *a, const void *b)
@@ -195,7 +204,7 @@ int file_sink__prune(struct file_sink *fs)
 	}
 	rewinddir(d);
 	while ((de = readdir(d))) {
-		if (!is_ours(de->d_name) ||
+		if (!is_ours(fs, de->d_name) ||
 		    fstatat(fs->dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
@@ -215,7 +224,8 @@ int file_sink__prune(struct file_sink *fs)
 	closedir(d);
 	if (!err) {
 		/* Oldest first: the names sort by time. */
-		qsort(files, nr, sizeof(*files), cmp_file);
+		if (nr > 1)
+			qsort(files, nr, sizeof(*files), cmp_file);
 		for (i = 0; i < nr; i++) {
 			bool too_big = total > fs->opts.max_bytes;
 			bool too_old = now - files[i].mtime > (time_t)fs->opts.max_age_sec;

@@ -167,7 +167,7 @@ static int print_table(FILE *out, const struct profile *p, unsigned int n, int b
 	}
 	fprintf(out, "  %s:\n  %7s %7s  %s\n", by_total ? "by total (self + callees)" : "by self",
 		"self", "total", "function");
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr && (by_total ? e[i].total : e[i].self); i++)
 		fprintf(out, "  %6.2f%% %6.2f%%  %s%s%s%s\n", 100.0 * (double)e[i].self / total,
 			100.0 * (double)e[i].total / total, e[i].name, e[i].binary[0] ? "  (" : "",
 			e[i].binary, e[i].binary[0] ? ")" : "");
@@ -181,6 +181,10 @@ int top_print(FILE *out, const struct profile *p, unsigned int n)
 
 	if (!n)
 		return 0;
+	if (!p->total_count) {
+		fprintf(out, "  (no samples)\n");
+		return 0;
+	}
 	err = print_table(out, p, n, 0);
 	if (!err)
 		err = print_table(out, p, n, 1);

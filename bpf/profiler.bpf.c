@@ -278,10 +278,16 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 	key.exec_id = (__u32)BPF_CORE_READ(task, group_leader, self_exec_id);
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
 
-	if (BPF_CORE_READ(task, flags) & PF_KTHREAD)
+	if (BPF_CORE_READ(task, flags) & PF_KTHREAD) {
+		/* Without kernel stacks a kernel thread has nothing to show. */
+		if (!cfg.kernel_stacks) {
+			stat_inc(g, STAT_FILTERED);
+			return 0;
+		}
 		key.flags |= SAMPLE_F_KTHREAD;
-	else
+	} else {
 		track_process(g, task, tgid, key.start_time, key.exec_id);
+	}
 
 	if (!cfg.skip_walk) {
 		if (cfg.user_stacks && !(key.flags & SAMPLE_F_KTHREAD) &&

@@ -85,7 +85,7 @@ _Static_assert(sizeof(struct ignis_sample_key) == 56, "ignis_sample_key size");
 enum ignis_stat {
 	STAT_SAMPLES = 0,	   /* every run of the sampler */
 	STAT_IDLE,		   /* samples of the idle task (pid 0): counted, not profiled */
-	STAT_FILTERED,		   /* samples of processes outside --pid */
+	STAT_FILTERED,		   /* outside --pid, or kernel threads under --no-kernel */
 	STAT_USTACK_ERR,	   /* user stack walk returned an error; sample kept */
 	STAT_KSTACK_ERR,	   /* kernel stack walk returned an error; sample kept */
 	STAT_DROP_NO_GEN,	   /* generation maps missing (cannot happen once loaded) */

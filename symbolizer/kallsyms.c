@@ -154,7 +154,8 @@ int symbolizer__load_kallsyms(struct symbolizer *s, FILE *f)
 		goto err_out;
 	}
 	/* Modules follow the core kernel in load order, not address order. */
-	qsort(syms, nr, sizeof(*syms), cmp_ksym);
+	if (nr > 1)
+		qsort(syms, nr, sizeof(*syms), cmp_ksym);
 
 	free(s->ksyms);
 	free(s->kernel_names);

@@ -81,13 +81,13 @@ $(FIXTURE_DIR)/%.buildid: $(FIXTURE_DIR)/%
 $(TEST_BUILD)/pprof_dump: tests/tools/pprof_dump.c $(BUILD)/agent/profile.pb-c.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS_ALL)
 
 $(TEST_BUILD)/lifecycle: tests/integration/lifecycle.c $(addprefix $(BUILD)/agent/,sampler.o \
 			drain.o hashmap.o log.o util.o)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS_ALL)
 
 # ---- Unit tests: cmocka, each linked against only what it tests. --------------------------
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)

@@ -81,7 +81,7 @@ class Agent:
 
     def __init__(self, *args, binary=None, interval=2, out=None):
         self.out = out or tmpdir("ignis-out-")
-        self.log_path = os.path.join(self.out, "..", os.path.basename(self.out) + ".log")
+        self.log_path = os.path.join(tmpdir("ignis-log-"), "agent.log")
         self.argv = [binary or path("ignis"), "--output-dir", self.out, "--interval",
                      str(interval), "--log-level", "debug"] + [str(a) for a in args]
         self.log = open(self.log_path, "w")

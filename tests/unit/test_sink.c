@@ -44,9 +44,18 @@ static void test_write_and_prune(void **state)
 	fs = file_sink__new(&o);	/* creates missing folders */
 	assert_non_null(fs);
 
+	/* Not ours: a stranger, another host's profile, a name that only looks like ours. */
 	snprintf(other, sizeof(other), "%s/notes.pb.gz", sub);
 	fd = open(other, O_WRONLY | O_CREAT, 0644);
 	close(fd);
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", sub,
+			 i ? "20200101T000000Z_web-2_w000001.pb.gz" :
+			     "20200101T000000Z_web-1_.._evil_notes.pb.gz");
+		fd = open(path, O_WRONLY | O_CREAT, 0644);
+		assert_int_equal(futimens(fd, old), 0);
+		close(fd);
+	}
 
 	for (i = 0; i < 5; i++) {
 		assert_int_equal(file_sink__write(fs, t + (uint64_t)i * 10000000000ULL,
@@ -57,8 +66,8 @@ static void test_write_and_prune(void **state)
 	}
 	/* Host names cannot smuggle a path into the name; sortable time first. */
 	assert_string_equal(strrchr(path, '/') + 1, "20251129T183530Z_web-1_.._evil_w000004.pb.gz");
-	/* 3000 bytes hold three profiles; the stranger is left alone. */
-	assert_int_equal(count_files(sub, ".pb.gz"), 4);
+	/* 3000 bytes hold three profiles; the strangers are left alone. */
+	assert_int_equal(count_files(sub, ".pb.gz"), 6);
 	assert_int_equal(access(other, F_OK), 0);
 	snprintf(path, sizeof(path), "%s/20251129T183450Z_web-1_.._evil_w000000.pb.gz", sub);
 	assert_int_equal(access(path, F_OK), -1);
@@ -69,7 +78,7 @@ static void test_write_and_prune(void **state)
 	snprintf(path, sizeof(path), "%s/20251129T183520Z_web-1_.._evil_w000003.pb.gz", sub);
 	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
 	assert_int_equal(file_sink__prune(fs), 2);
-	assert_int_equal(count_files(sub, ".pb.gz"), 2);
+	assert_int_equal(count_files(sub, ".pb.gz"), 4);
 	/* No temporary files left behind. */
 	assert_int_equal(count_files(sub, ".tmp"), 0);
 	file_sink__free(fs);

@@ -35,12 +35,38 @@ static int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+struct unit {
+	const char *suffix;
+	uint64_t mult;
+};
+
+/* A decimal number followed by one of the units' suffixes, multiplied out, overflow-checked. */
+static int parse_with_unit(const char *s, const struct unit *units, size_t nr, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	size_t i;
+
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	for (i = 0; i < nr; i++) {
+		if (strcmp(end, units[i].suffix))
+			continue;
+		if (v > UINT64_MAX / units[i].mult)
+			return -EINVAL;
+		*out = v * units[i].mult;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 int parse_size(const char *s, uint64_t *bytes)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {
+	static const struct unit units[] = {
 		{ "", 1 },
 		{ "B", 1 },
 		{ "K", 1ULL << 10 },
@@ -56,54 +82,17 @@ int parse_size(const char *s, uint64_t *bytes)
 		{ "TB", 1000000000000ULL },
 		{ "TiB", 1ULL << 40 },
 	};
-	unsigned long long v;
-	char *end;
-	size_t i;
 
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(units); i++) {
-		if (strcmp(end, units[i].suffix))
-			continue;
-		if (v > UINT64_MAX / units[i].mult)
-			return -EINVAL;
-		*bytes = v * units[i].mult;
-		return 0;
-	}
-	return -EINVAL;
+	return parse_with_unit(s, units, ARRAY_SIZE(units), bytes);
 }
 
 int parse_duration(const char *s, uint64_t *seconds)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {
+	static const struct unit units[] = {
 		{ "", 1 }, { "s", 1 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 },
 	};
-	unsigned long long v;
-	char *end;
-	size_t i;
 
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	for (i = 0; i < ARRAY_SIZE(units); i++) {
-		if (strcmp(end, units[i].suffix))
-			continue;
-		if (v > UINT64_MAX / units[i].mult)
-			return -EINVAL;
-		*seconds = v * units[i].mult;
-		return 0;
-	}
-	return -EINVAL;
+	return parse_with_unit(s, units, ARRAY_SIZE(units), seconds);
 }
 
 #define WHY(...) (snprintf(why, len, __VA_ARGS__), -EINVAL)

@@ -328,19 +328,6 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 	return (int64_t)found;
 }
 
-static struct stack_conv *conv_new(const void *image, uint64_t stack_id, uint32_t nr)
-{
-	struct stack_conv *conv = malloc(sizeof(*conv) + (nr + 1) * sizeof(conv->locs[0]));
-
-	if (!conv)
-		return NULL;
-	conv->image = image;
-	conv->stack_id = stack_id;
-	conv->nr = 0;
-	conv->flags = 0;
-	return conv;
-}
-
 static int remember(struct build_ctx *c, struct stack_conv *conv)
 {
 	int err = hashmap__insert(&c->convs, conv, conv);
@@ -350,47 +337,17 @@ static int remember(struct build_ctx *c, struct stack_conv *conv)
 	return err;
 }
 
-/* Kernel stack -> locations, leaf first. Marks [truncated] when the walk hit the depth cap. */
-static struct stack_conv *convert_kernel(struct build_ctx *c, const struct drained_stack *st,
-					 int *err)
-{
-	struct stack_conv probe = { .image = NULL, .stack_id = st->id }, *conv;
-	uint32_t i;
-	int64_t loc;
-
-	conv = hashmap__find(&c->convs, &probe);
-	if (conv)
-		return conv;
-	conv = conv_new(NULL, st->id, st->len);
-	if (!conv) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	for (i = 0; i < st->len; i++) {
-		loc = kernel_location(c, i ? st->ips[i] - 1 : st->ips[i]);
-		if (loc < 0)
-			goto fail;
-		conv->locs[conv->nr++] = (uint64_t)loc;
-	}
-	c->stats->frames += st->len;
-	if (st->len >= IGNIS_MAX_STACK_DEPTH)
-		conv->flags |= CONV_TRUNCATED;
-	*err = remember(c, conv);
-	return *err ? NULL : conv;
-fail:
-	free(conv);
-	*err = (int)loc;
-	return NULL;
-}
-
 /*
- * User stack -> locations, leaf first, with the outermost-frame check. A return address in
- * no mapping of a captured image cannot be real: the frame-pointer chain ran into data that
- * is not a frame (code built without frame pointers), so the stack is cut there and ends
- * in [truncated] rather than in made-up callers. A leaf in no mapping stays [unknown].
+ * A stack -> locations, leaf first, once per window for each (image, stack): kernel stacks
+ * with img NULL. Marks CONV_TRUNCATED when the walk hit the depth cap.
+ *
+ * User stacks get the outermost-frame check. A return address in no mapping of a captured
+ * image cannot be real: the frame-pointer chain ran into data that is not a frame (code
+ * built without frame pointers), so the stack is cut there and ends in [truncated] rather
+ * than in made-up callers. A leaf in no mapping stays [unknown].
  */
-static struct stack_conv *convert_user(struct build_ctx *c, struct proc_image *img,
-				       const struct drained_stack *st, int *err)
+static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
+				  const struct drained_stack *st, bool kernel, int *err)
 {
 	struct stack_conv probe = { .image = img, .stack_id = st->id }, *conv;
 	const char *outer_name = NULL;
@@ -401,33 +358,39 @@ static struct stack_conv *convert_user(struct build_ctx *c, struct proc_image *i
 	conv = hashmap__find(&c->convs, &probe);
 	if (conv)
 		return conv;
-	conv = conv_new(img, st->id, st->len);
+	conv = malloc(sizeof(*conv) + (st->len + 1) * sizeof(conv->locs[0]));
 	if (!conv) {
 		*err = -ENOMEM;
 		return NULL;
 	}
+	*conv = probe;
 	for (i = 0; i < st->len; i++) {
-		if (i > 0 && img &&
-		    !proctab__mapping(c->wb->opts.proctab, img, st->ips[i] - 1, c->seq, false)) {
+		/* Every frame but the first is a return address: look up its call instruction. */
+		uint64_t ip = st->ips[i], pc = i ? ip - 1 : ip;
+
+		if (kernel) {
+			loc = kernel_location(c, pc);
+		} else if (i && img &&
+			   !proctab__mapping(c->wb->opts.proctab, img, pc, c->seq, false)) {
 			c->stats->broken_chains++;
 			conv->flags |= CONV_TRUNCATED;
 			break;
+		} else {
+			loc = user_location(c, img, ip, i > 0, &named, &outer_name);
 		}
-		loc = user_location(c, img, st->ips[i], i > 0, &named, &outer_name);
-		if (loc < 0)
-			goto fail;
+		if (loc < 0) {
+			free(conv);
+			*err = (int)loc;
+			return NULL;
+		}
 		conv->locs[conv->nr++] = (uint64_t)loc;
 	}
 	c->stats->frames += conv->nr;
 	if (st->len >= IGNIS_MAX_STACK_DEPTH ||
-	    (named && outer_name && !is_root_function(outer_name)))
+	    (!kernel && named && outer_name && !is_root_function(outer_name)))
 		conv->flags |= CONV_TRUNCATED;
 	*err = remember(c, conv);
 	return *err ? NULL : conv;
-fail:
-	free(conv);
-	*err = (int)loc;
-	return NULL;
 }
 
 static int add_one(struct build_ctx *c, const struct drained_window *dw,
@@ -458,7 +421,7 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 	kst = drained_window__stack(dw, k->kernel_stack);
 	ust = drained_window__stack(dw, k->user_stack);
 	if (kst) {
-		kconv = convert_kernel(c, kst, &err);
+		kconv = convert(c, NULL, kst, true, &err);
 		if (!kconv)
 			return err;
 		memcpy(locs, kconv->locs, kconv->nr * sizeof(locs[0]));
@@ -474,7 +437,7 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		}
 	}
 	if (ust) {
-		uconv = convert_user(c, img, ust, &err);
+		uconv = convert(c, img, ust, false, &err);
 		if (!uconv)
 			return err;
 		memcpy(locs + n, uconv->locs, uconv->nr * sizeof(locs[0]));

@@ -58,21 +58,29 @@ int log_parse_level(const char *s, enum log_level *level)
 
 void log_vprintf(enum log_level level, const char *fmt, va_list ap)
 {
-	char line[1024];
+	char small[1024], *text = small, *line, *next;
+	va_list copy;
 	int n;
 
-	/* Format first, then write once, so that concurrent writers do not interleave. */
-	n = vsnprintf(line, sizeof(line), fmt, ap);
+	/* Format first, then write line by line: a verifier log is one message of many lines. */
+	va_copy(copy, ap);
+	n = vsnprintf(small, sizeof(small), fmt, copy);
+	va_end(copy);
 	if (n < 0)
 		return;
-	if ((size_t)n >= sizeof(line))
-		n = sizeof(line) - 1;
-	while (n > 0 && line[n - 1] == '\n')
-		n--;
-	if (to_journal())
-		fprintf(stderr, "<%d>%.*s\n", (int)level, n, line);
-	else
-		fprintf(stderr, "ignis: %s: %.*s\n", level_name(level), n, line);
+	if ((size_t)n >= sizeof(small) && vasprintf(&text, fmt, ap) < 0)
+		text = small; /* out of memory: the cut message is better than none */
+	for (line = text; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (to_journal())
+			fprintf(stderr, "<%d>%s\n", (int)level, line);
+		else
+			fprintf(stderr, "ignis: %s: %s\n", level_name(level), line);
+	}
+	if (text != small)
+		free(text);
 }
 
 void log_printf(enum log_level level, const char *fmt, ...)

@@ -196,8 +196,12 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 	if (pid_fd < 0)
 		return pid_fd;
 	err = procfs_start_ticks(pid_fd, &ticks);
-	if (!err && ticks != procfs_ns_to_ticks(img->id.start_time))
-		err = -ESRCH; /* the PID belongs to another process now */
+	if (!err && ticks != procfs_ns_to_ticks(img->id.start_time)) {
+		pr_debug("pid %u: started at tick %llu, not %llu: another process now",
+			 img->id.tgid, (unsigned long long)ticks,
+			 (unsigned long long)procfs_ns_to_ticks(img->id.start_time));
+		err = -ESRCH;
+	}
 	if (err)
 		goto cleanup;
 	len = procfs_read_file(pid_fd, "maps", MAX_MAPS_BYTES, &text);
@@ -207,6 +211,8 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 	}
 	/* After reading the maps: an execve() since the event makes them another image's. */
 	if (exe_inode && procfs_exe_inode(pid_fd) != exe_inode) {
+		pr_debug("pid %u: runs another executable than when sampled (exec since)",
+			 img->id.tgid);
 		err = -ESRCH;
 		goto cleanup;
 	}
@@ -267,6 +273,7 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 
 	/* A process that has exited but not yet been reaped shows no mappings at all. */
 	if (!nr) {
+		pr_debug("pid %u: no executable mappings: exiting", img->id.tgid);
 		err = -ESRCH;
 		goto cleanup;
 	}
@@ -338,10 +345,15 @@ static int new_image(struct proctab *pt, const struct ignis_proc_event *ev, uint
 	int err;
 
 	if (img) {
-		/* Announced again (BPF's table forgot it, or the mappings changed). */
-		if (img->exited_window == UINT64_MAX)
-			return capture(pt, img, ev->exe_inode, window);
-		return 0;
+		/* Announced again (BPF's table forgot it, or the mappings changed). An image
+		 * retired by mistake is alive: only a running process is sampled. */
+		img->exited_window = UINT64_MAX;
+		if (hashmap__find(&pt->by_tgid, &id.tgid) != img) {
+			retire_tgid(pt, id.tgid, &id, window);
+			if (hashmap__insert(&pt->by_tgid, &img->id.tgid, img))
+				pr_debug("pid %u: cannot index by tgid", id.tgid);
+		}
+		return capture(pt, img, ev->exe_inode, window);
 	}
 	img = calloc(1, sizeof(*img));
 	if (!img)
@@ -380,10 +392,16 @@ int proctab__handle_event(struct proctab *pt, const struct ignis_proc_event *ev,
 	case PROC_EVENT_NEW:
 	case PROC_EVENT_MMAP:
 		return new_image(pt, ev, window);
-	case PROC_EVENT_EXEC:
-		/* The next sample announces the new image; the old one lives out the window. */
-		retire_tgid(pt, ev->tgid, NULL, window);
+	case PROC_EVENT_EXEC: {
+		/* The next sample announces the new image; the old one lives out the window. A
+		 * sample taken inside execve() may have announced the new image already. */
+		struct proc_id keep = { .tgid = ev->tgid,
+					.exec_id = ev->exec_id,
+					.start_time = ev->start_time };
+
+		retire_tgid(pt, ev->tgid, &keep, window);
 		return 0;
+	}
 	case PROC_EVENT_EXIT:
 		img = hashmap__find(&pt->by_tgid, &ev->tgid);
 		if (img && img->id.start_time == ev->start_time)

@@ -112,13 +112,25 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
-/* Scratch space for one stack walk: too large for the 512-byte BPF stack. */
+/*
+ * Per-CPU working state, one lookup per sample: room for one stack walk (too large for the
+ * 512-byte BPF stack), and the process image this CPU last found announced and unchanged,
+ * so that consecutive samples of one process skip the procs lookup.
+ */
+struct cpu_state {
+	struct ignis_stack stack;
+	__u64 last_start_time;
+	__u64 last_exec_vm;
+	__u32 last_tgid;
+	__u32 last_exec_id;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct ignis_stack);
-} scratch SEC(".maps");
+	__type(value, struct cpu_state);
+} cpu_states SEC(".maps");
 
 static __always_inline void stat_inc(__u32 g, enum ignis_stat stat)
 {
@@ -151,41 +163,65 @@ static __always_inline void emit_event(__u32 g, __u32 type, __u32 tgid, __u64 st
 		stat_inc(g, STAT_EVENTS_LOST);
 }
 
+/* What a sample needs to know of its process, read once. */
+struct task_info {
+	struct task_struct *leader;
+	__u64 start_time;
+	__u64 exec_vm;
+	__u32 exec_id;
+	__u32 kthread;
+};
+
+static __always_inline void read_task(struct task_struct *task, struct task_info *ti)
+{
+	/* Locals, not ti's fields: CO-RE relocates every access in a BPF_CORE_READ chain. */
+	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
+	struct mm_struct *mm;
+
+	ti->leader = leader;
+	ti->start_time = BPF_CORE_READ(leader, start_boottime);
+	ti->exec_id = (__u32)BPF_CORE_READ(leader, self_exec_id);
+	ti->kthread = !!(BPF_CORE_READ(task, flags) & PF_KTHREAD);
+	mm = BPF_CORE_READ(task, mm);
+	ti->exec_vm = mm ? BPF_CORE_READ(mm, exec_vm) : 0;
+}
+
 /*
  * Announce a process image on its first sample, and again when its executable mappings
  * grew or shrank (mm->exec_vm changed: dlopen, munmap of a library), at most once per
  * cfg.mmap_event_gap_ns. The procs entry is written only once the event is in the ring
- * buffer, so an event lost to a full buffer is retried on the next sample.
+ * buffer, so an event lost to a full buffer is retried on the next sample. Returns 1 when
+ * the image is announced and unchanged.
  */
-static __always_inline void track_process(__u32 g, struct task_struct *task, __u32 tgid,
-					  __u64 start_time, __u32 exec_id)
+static __always_inline int track_process(__u32 g, __u32 tgid, const struct task_info *ti)
 {
-	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
-	__u64 exec_vm = BPF_CORE_READ(task, mm, exec_vm);
-	__u64 now = bpf_ktime_get_ns();
 	struct ignis_proc_state *st, fresh = {};
+	__u64 now;
 	long err;
 
 	st = bpf_map_lookup_elem(&procs, &tgid);
-	if (st && st->start_time == start_time && st->exec_id == exec_id) {
-		if (st->exec_vm == exec_vm || now - st->last_event_ns < cfg.mmap_event_gap_ns)
-			return;
-		emit_event(g, PROC_EVENT_MMAP, tgid, start_time, exec_id, leader, &err);
-		if (!err) {
-			st->exec_vm = exec_vm;
-			st->last_event_ns = now;
-		}
-		return;
+	if (st && st->start_time == ti->start_time && st->exec_id == ti->exec_id) {
+		if (st->exec_vm == ti->exec_vm)
+			return 1;
+		now = bpf_ktime_get_ns();
+		if (now - st->last_event_ns < cfg.mmap_event_gap_ns)
+			return 0;
+		emit_event(g, PROC_EVENT_MMAP, tgid, ti->start_time, ti->exec_id, ti->leader, &err);
+		if (err)
+			return 0;
+		st->exec_vm = ti->exec_vm;
+		st->last_event_ns = now;
+		return 1;
 	}
 
-	emit_event(g, PROC_EVENT_NEW, tgid, start_time, exec_id, leader, &err);
+	emit_event(g, PROC_EVENT_NEW, tgid, ti->start_time, ti->exec_id, ti->leader, &err);
 	if (err)
-		return;
-	fresh.start_time = start_time;
-	fresh.exec_id = exec_id;
-	fresh.exec_vm = exec_vm;
-	fresh.last_event_ns = now;
-	bpf_map_update_elem(&procs, &tgid, &fresh, BPF_ANY);
+		return 0;
+	fresh.start_time = ti->start_time;
+	fresh.exec_id = ti->exec_id;
+	fresh.exec_vm = ti->exec_vm;
+	fresh.last_event_ns = bpf_ktime_get_ns();
+	return !bpf_map_update_elem(&procs, &tgid, &fresh, BPF_ANY);
 }
 
 /*
@@ -222,16 +258,13 @@ static __always_inline __u64 store_stack(__u32 g, void *stacks, struct ignis_sta
 	return IGNIS_STACK_NONE;
 }
 
-/* Walk one stack into scratch and store it. Returns 0 or -1 when the walk failed. */
-static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, __u64 flags, __u64 *id)
+/* Walk one stack into st and store it. Returns 0 or -1 when the walk failed. */
+static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, struct ignis_stack *st,
+				      __u64 flags, __u64 *id)
 {
-	__u32 zero = 0;
-	struct ignis_stack *st = bpf_map_lookup_elem(&scratch, &zero);
 	long n;
 
 	*id = IGNIS_STACK_NONE;
-	if (!st)
-		return -1;
 	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
 	if (n < 0)
 		return -1;
@@ -248,9 +281,10 @@ SEC("perf_event")
 int ignis_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, g = read_gen();
+	__u32 tgid = id >> 32, g = read_gen(), zero = 0;
 	struct ignis_sample_key key = {};
-	struct task_struct *task;
+	struct task_info ti;
+	struct cpu_state *cs;
 	void *stacks, *counts;
 	__u64 *count, one = 1;
 	int err;
@@ -266,36 +300,45 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 	}
 	stacks = bpf_map_lookup_elem(&stacks_gen, &g);
 	counts = bpf_map_lookup_elem(&counts_gen, &g);
-	if (!stacks || !counts) {
+	cs = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (!stacks || !counts || !cs) {
 		stat_inc(g, STAT_DROP_NO_GEN);
 		return 0;
 	}
 
-	task = (struct task_struct *)bpf_get_current_task();
+	read_task((struct task_struct *)bpf_get_current_task(), &ti);
 	key.tgid = tgid;
 	key.pid = (__u32)id;
-	key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
-	key.exec_id = (__u32)BPF_CORE_READ(task, group_leader, self_exec_id);
+	key.start_time = ti.start_time;
+	key.exec_id = ti.exec_id;
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
 
-	if (BPF_CORE_READ(task, flags) & PF_KTHREAD) {
+	if (ti.kthread) {
 		/* Without kernel stacks a kernel thread has nothing to show. */
 		if (!cfg.kernel_stacks) {
 			stat_inc(g, STAT_FILTERED);
 			return 0;
 		}
 		key.flags |= SAMPLE_F_KTHREAD;
-	} else {
-		track_process(g, task, tgid, key.start_time, key.exec_id);
+	} else if (cs->last_tgid != tgid || cs->last_start_time != ti.start_time ||
+		   cs->last_exec_id != ti.exec_id || cs->last_exec_vm != ti.exec_vm) {
+		cs->last_tgid = 0;
+		if (track_process(g, tgid, &ti)) {
+			cs->last_tgid = tgid;
+			cs->last_start_time = ti.start_time;
+			cs->last_exec_id = ti.exec_id;
+			cs->last_exec_vm = ti.exec_vm;
+		}
 	}
 
 	if (!cfg.skip_walk) {
-		if (cfg.user_stacks && !(key.flags & SAMPLE_F_KTHREAD) &&
-		    walk_stack(ctx, g, stacks, BPF_F_USER_STACK, &key.user_stack)) {
+		if (cfg.user_stacks && !ti.kthread &&
+		    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK, &key.user_stack)) {
 			key.flags |= SAMPLE_F_USTACK_ERR;
 			stat_inc(g, STAT_USTACK_ERR);
 		}
-		if (cfg.kernel_stacks && walk_stack(ctx, g, stacks, 0, &key.kernel_stack)) {
+		if (cfg.kernel_stacks &&
+		    walk_stack(ctx, g, stacks, &cs->stack, 0, &key.kernel_stack)) {
 			key.flags |= SAMPLE_F_KSTACK_ERR;
 			stat_inc(g, STAT_KSTACK_ERR);
 		}

@@ -220,6 +220,46 @@ static void test_exit_and_release(void **state)
 	assert_null(proctab__find(f->pt, &id));
 }
 
+/* execve() retires the old image, not the new one, even when a sample inside execve()
+ * announced the new image before the exec event arrived. */
+static void test_exec_retires_only_the_old_image(void **state)
+{
+	struct fake *f = *state;
+	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_id old = the_id(), new = the_id();
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	ev.exec_id = 2;
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);	/* inside execve() */
+	ev.type = PROC_EVENT_EXEC;
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	proctab__release(f->pt, 0);
+	new.exec_id = 2;
+	assert_null(proctab__find(f->pt, &old));
+	assert_non_null(proctab__find(f->pt, &new));
+	/* The exec event also arrives when no sample announced the new image yet. */
+	ev.exec_id = 3;
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 1), 0);
+	proctab__release(f->pt, 1);
+	assert_null(proctab__find(f->pt, &new));
+}
+
+/* An image retired by mistake (a lost event, a race) comes back when announced again. */
+static void test_announced_image_revives(void **state)
+{
+	struct fake *f = *state;
+	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_id id = the_id();
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	ev.type = PROC_EVENT_EXIT;
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	ev.type = PROC_EVENT_MMAP;
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	proctab__release(f->pt, 0);
+	assert_non_null(proctab__find(f->pt, &id));
+}
+
 /* Exit events can be lost: the rescan notices the process is gone. */
 static void test_rescan(void **state)
 {
@@ -435,6 +475,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_capture_and_lookup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pid_reused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exit_and_release, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_retires_only_the_old_image, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_announced_image_revives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recapture_keeps_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_builder, setup, teardown),

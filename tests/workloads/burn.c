@@ -3,7 +3,7 @@
  * burn [SECONDS] [THREADS]: THREADS threads spin for SECONDS of wall time in
  * main -> burn_threads -> burn_loop -> burn_spin, then exit. Used for short-lived processes,
  * sample accounting and --pid filtering. Built as a non-PIE executable as well (burn-nopie).
- * Prints its own CPU time at exit ("cpu_ns=N"), the reference for sample counts.
+ * Prints its wall and CPU time at exit ("wall_ns=N cpu_ns=N"), the reference for sample counts.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -58,12 +58,14 @@ NOINLINE static int burn_threads(int n)
 
 int main(int argc, char **argv)
 {
+	uint64_t start = mono_ns();
 	struct rusage ru;
 	int ret;
 
 	seconds = arg_seconds(argc, argv, 1, 1.5);
 	ret = burn_threads(argc > 2 ? atoi(argv[2]) : 1);
 	getrusage(RUSAGE_SELF, &ru);
+	printf("wall_ns=%llu ", (unsigned long long)(mono_ns() - start));
 	printf("cpu_ns=%llu\n",
 	       (unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
 		       (unsigned long long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL);

@@ -181,6 +181,10 @@ run: deps
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-all
 
+# QUICK=1 for a short run (< 2 min); BENCH_ONLY=overhead,bpf,agent,window for some sections.
+bench: deps
+	$(Q)$(MAKE) --no-print-directory bench-run
+
 vmlinux:
 	$(call msg,BTF,$(VMLINUX_BTF))
 	$(Q)ver=$$(uname -r | cut -d. -f1-2); \

@@ -27,12 +27,17 @@
 
 static uint64_t hash_stack_id(const void *key)
 {
-	return hash_u64(*(const uint64_t *)key);
+	/* Already a good hash of the frames: fold it. */
+	const struct ignis_stack_id *id = key;
+
+	return id->lo ^ (id->hi * 0x9e3779b97f4a7c15ULL);
 }
 
 static bool equal_stack_id(const void *a, const void *b)
 {
-	return *(const uint64_t *)a == *(const uint64_t *)b;
+	const struct ignis_stack_id *x = a, *y = b;
+
+	return x->lo == y->lo && x->hi == y->hi;
 }
 
 void drained_window__init(struct drained_window *w)
@@ -52,11 +57,12 @@ void drained_window__fini(struct drained_window *w)
 	memset(w, 0, sizeof(*w));
 }
 
-const struct drained_stack *drained_window__stack(const struct drained_window *w, uint64_t id)
+const struct drained_stack *drained_window__stack(const struct drained_window *w,
+						  const struct ignis_stack_id *id)
 {
-	if (id == IGNIS_STACK_NONE)
+	if (!id->lo && !id->hi)
 		return NULL;
-	return hashmap__find(&w->stacks, &id);
+	return hashmap__find(&w->stacks, id);
 }
 
 uint64_t drained_window__total(const struct drained_window *w)
@@ -82,7 +88,8 @@ static int add_sample(struct drained_window *w, const struct ignis_sample_key *k
 	return 0;
 }
 
-static int add_stack(struct drained_window *w, uint64_t id, const struct ignis_stack *st)
+static int add_stack(struct drained_window *w, const struct ignis_stack_id *id,
+		     const struct ignis_stack *st)
 {
 	uint32_t len = st->len > IGNIS_MAX_STACK_DEPTH ? IGNIS_MAX_STACK_DEPTH : st->len;
 	struct drained_stack *ds;
@@ -91,7 +98,7 @@ static int add_stack(struct drained_window *w, uint64_t id, const struct ignis_s
 	ds = malloc(sizeof(*ds) + len * sizeof(ds->ips[0]));
 	if (!ds)
 		return -ENOMEM;
-	ds->id = id;
+	ds->id = *id;
 	ds->len = len;
 	memcpy(ds->ips, st->ips, len * sizeof(ds->ips[0]));
 	err = hashmap__insert(&w->stacks, &ds->id, ds);
@@ -113,7 +120,7 @@ static int counts_entry(struct drained_window *w, const void *key, const void *v
 
 static int stacks_entry(struct drained_window *w, const void *key, const void *value)
 {
-	return add_stack(w, *(const uint64_t *)key, value);
+	return add_stack(w, key, value);
 }
 
 /* Walk with get_next_key: for kernels without batch operations on this map type. */
@@ -233,8 +240,8 @@ int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 		pr_warn("drain: cannot read counters: %s", strerror(-err));
 		return err;
 	}
-	err = drain_map(sampler__stacks_fd(s, gen), sizeof(uint64_t), sizeof(struct ignis_stack),
-			STACKS_CHUNK, w, stacks_entry);
+	err = drain_map(sampler__stacks_fd(s, gen), sizeof(struct ignis_stack_id),
+			sizeof(struct ignis_stack), STACKS_CHUNK, w, stacks_entry);
 	if (err) {
 		pr_warn("drain: cannot read stacks: %s", strerror(-err));
 		return err;

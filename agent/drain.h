@@ -27,7 +27,7 @@ struct drained_sample {
 
 /* A stack from the stacks map, trimmed to its frames. */
 struct drained_stack {
-	uint64_t id;
+	struct ignis_stack_id id;
 	uint32_t len;
 	uint64_t ips[]; /* leaf first */
 };
@@ -36,7 +36,7 @@ struct drained_window {
 	struct drained_sample *samples;
 	size_t nr_samples;
 	size_t cap_samples;
-	struct hashmap stacks;	  /* &id -> struct drained_stack */
+	struct hashmap stacks;	  /* &id (struct ignis_stack_id) -> struct drained_stack */
 	uint64_t stats[STAT_NR];  /* the generation's counters, summed over CPUs */
 	uint64_t nr_stack_frames; /* frames held in stacks, for accounting */
 };
@@ -44,8 +44,9 @@ struct drained_window {
 void drained_window__init(struct drained_window *w);
 /* Free every sample and stack, keeping nothing. */
 void drained_window__fini(struct drained_window *w);
-/* The stack with this id, or NULL (IGNIS_STACK_NONE, or dropped). */
-const struct drained_stack *drained_window__stack(const struct drained_window *w, uint64_t id);
+/* The stack with this id, or NULL (the all-zero id, or a stack that could not be stored). */
+const struct drained_stack *drained_window__stack(const struct drained_window *w,
+						  const struct ignis_stack_id *id);
 
 /*
  * Read generation `gen` of the maps into w (which must be empty) and clear them, with

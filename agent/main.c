@@ -237,8 +237,7 @@ static void raise_fd_limit(void)
 
 static uint64_t drops_of(const uint64_t *st)
 {
-	return st[STAT_DROP_NO_GEN] + st[STAT_DROP_STACKS_FULL] + st[STAT_DROP_STACK_COLLISION] +
-	       st[STAT_DROP_COUNTS_FULL];
+	return st[STAT_DROP_NO_GEN] + st[STAT_DROP_STACKS_FULL] + st[STAT_DROP_COUNTS_FULL];
 }
 
 static int add_comments(struct profile *p, struct agent *a, const struct drained_window *dw,
@@ -279,19 +278,18 @@ static void log_window(struct agent *a, uint64_t seq, const struct drained_windo
 	pr_debug("window seq=%" PRIu64 " duration_ms=%" PRIu64 " cpus=%u samples=%" PRIu64
 		 " clock_expected=%" PRIu64 " idle=%" PRIu64 " filtered=%" PRIu64
 		 " recorded=%" PRIu64 " dropped=%" PRIu64 " stacks_full=%" PRIu64
-		 " collisions=%" PRIu64 " counts_full=%" PRIu64 " unaccounted=%" PRId64
-		 " ustack_err=%" PRIu64 " kstack_err=%" PRIu64 " events_lost=%" PRIu64
-		 " profiled=%" PRIu64 " processes=%" PRIu64 " no_image=%" PRIu64 " kthread=%" PRIu64
+		 " counts_full=%" PRIu64 " unaccounted=%" PRId64 " ustack_err=%" PRIu64
+		 " kstack_err=%" PRIu64 " events_lost=%" PRIu64 " profiled=%" PRIu64
+		 " processes=%" PRIu64 " no_image=%" PRIu64 " kthread=%" PRIu64
 		 " truncated=%" PRIu64 " broken_chains=%" PRIu64 " root_unknown=%" PRIu64
 		 " unknown_frames=%" PRIu64 " unnamed_frames=%" PRIu64 " cap_dropped=%" PRIu64
 		 " stacks=%zu bytes=%zu file=%s",
 		 seq, duration_ns / NSEC_PER_MSEC, sampler__nr_cpus(a->sampler), st[STAT_SAMPLES],
 		 fired, st[STAT_IDLE], st[STAT_FILTERED], recorded, drops_of(st),
-		 st[STAT_DROP_STACKS_FULL], st[STAT_DROP_STACK_COLLISION],
-		 st[STAT_DROP_COUNTS_FULL], unaccounted, st[STAT_USTACK_ERR], st[STAT_KSTACK_ERR],
-		 st[STAT_EVENTS_LOST], ws->samples, ws->processes, ws->no_image_samples,
-		 ws->kthread_samples, ws->truncated_stacks, ws->broken_chains,
-		 ws->root_unknown_stacks, ws->unknown_frames, ws->unnamed_frames,
+		 st[STAT_DROP_STACKS_FULL], st[STAT_DROP_COUNTS_FULL], unaccounted,
+		 st[STAT_USTACK_ERR], st[STAT_KSTACK_ERR], st[STAT_EVENTS_LOST], ws->samples,
+		 ws->processes, ws->no_image_samples, ws->kthread_samples, ws->truncated_stacks,
+		 ws->broken_chains, ws->root_unknown_stacks, ws->unknown_frames, ws->unnamed_frames,
 		 ws->dropped_profile_cap, hashmap__size(&dw->stacks), bytes, path ? path : "-");
 }
 
@@ -399,10 +397,8 @@ static int do_window(struct agent *a)
 	if (drops_of(dw.stats))
 		pr_warn_ratelimited(5, 60,
 				    "window %" PRIu64 ": %" PRIu64 " samples dropped "
-				    "(stacks map full %" PRIu64 ", collisions %" PRIu64
-				    ", counts map full %" PRIu64 ")",
+				    "(stacks map full %" PRIu64 ", counts map full %" PRIu64 ")",
 				    seq, drops_of(dw.stats), dw.stats[STAT_DROP_STACKS_FULL],
-				    dw.stats[STAT_DROP_STACK_COLLISION],
 				    dw.stats[STAT_DROP_COUNTS_FULL]);
 	if (unaccounted)
 		pr_warn("window %" PRIu64 ": %" PRId64 " samples unaccounted for", seq,

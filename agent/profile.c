@@ -261,13 +261,15 @@ int64_t profile__string(struct profile *p, const char *s)
 
 	if (!s)
 		s = "";
-	if (!is_utf8(s)) {
+	/* Stored strings are valid UTF-8, so a hit needs no check; only new ones are checked. */
+	found = (uintptr_t)hashmap__find(&p->string_index, s);
+	if (!found && !is_utf8(s)) {
 		fixed = utf8_sanitize(s);
 		if (!fixed)
 			return -ENOMEM;
 		s = fixed;
+		found = (uintptr_t)hashmap__find(&p->string_index, s);
 	}
-	found = (uintptr_t)hashmap__find(&p->string_index, s);
 	if (found) {
 		free(fixed);
 		return (int64_t)found - 1;

@@ -54,7 +54,7 @@ struct window_builder {
 /* A stack converted to location ids, cached per window: (image, stack id) -> locations. */
 struct stack_conv {
 	const void *image; /* NULL for kernel stacks */
-	uint64_t stack_id;
+	struct ignis_stack_id stack_id;
 	uint32_t nr;
 	uint32_t flags; /* CONV_* */
 	uint64_t locs[];
@@ -71,6 +71,7 @@ struct build_ctx {
 	uint64_t seq;
 	struct hashmap convs;	   /* struct stack_conv (by image, stack id) */
 	struct hashmap processes;  /* tgid -> 1, for the count */
+	struct hashmap mappings;   /* struct sym_object * -> mapping id */
 	int64_t kernel_mapping;	   /* mapping id, 0 until first needed */
 	int64_t placeholder_fn[3]; /* function ids of the placeholders, by tag */
 	int64_t key_pid, key_tid, key_comm, key_thread_name;
@@ -80,14 +81,15 @@ static uint64_t hash_conv(const void *k)
 {
 	const struct stack_conv *c = k;
 
-	return hash_u64(c->stack_id ^ hash_u64((uintptr_t)c->image));
+	return c->stack_id.lo ^ hash_u64((uintptr_t)c->image);
 }
 
 static bool equal_conv(const void *a, const void *b)
 {
 	const struct stack_conv *x = a, *y = b;
 
-	return x->image == y->image && x->stack_id == y->stack_id;
+	return x->image == y->image && x->stack_id.lo == y->stack_id.lo &&
+	       x->stack_id.hi == y->stack_id.hi;
 }
 
 static uint64_t hash_tgid(const void *k)
@@ -195,7 +197,7 @@ static int64_t kernel_location(struct build_ctx *c, uint64_t pc)
 }
 
 /* The Mapping of a process mapping: one per binary, keyed by build ID when it has one. */
-static int64_t user_mapping(struct build_ctx *c, const struct proc_mapping *pm)
+static int64_t new_user_mapping(struct build_ctx *c, const struct proc_mapping *pm)
 {
 	struct profile_mapping m = { 0 };
 	char build_id[2 * 64 + 1] = "";
@@ -236,6 +238,24 @@ static int64_t user_mapping(struct build_ctx *c, const struct proc_mapping *pm)
 	m.build_id = bid;
 	m.has_functions = pm->object != NULL;
 	return profile__mapping(c->p, key, key_len, &m);
+}
+
+/* As new_user_mapping(), remembered per object for the window: objects are stable while
+ * images hold them, unlike the proc_mapping structs a recapture may move. */
+static int64_t user_mapping(struct build_ctx *c, const struct proc_mapping *pm)
+{
+	uintptr_t found;
+	int64_t id;
+
+	if (!pm->object)
+		return new_user_mapping(c, pm);
+	found = (uintptr_t)hashmap__find(&c->mappings, pm->object);
+	if (found)
+		return (int64_t)found;
+	id = new_user_mapping(c, pm);
+	if (id > 0 && hashmap__insert(&c->mappings, pm->object, (void *)(uintptr_t)id))
+		return -ENOMEM;
+	return id;
 }
 
 /* Name of the outermost (non-inlined) function of a location, NULL if it has no Line. */
@@ -418,8 +438,8 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		c->stats->kthread_samples += s->count;
 	}
 
-	kst = drained_window__stack(dw, k->kernel_stack);
-	ust = drained_window__stack(dw, k->user_stack);
+	kst = drained_window__stack(dw, &k->kernel_stack);
+	ust = drained_window__stack(dw, &k->user_stack);
 	if (kst) {
 		kconv = convert(c, NULL, kst, true, &err);
 		if (!kconv)
@@ -509,6 +529,7 @@ int window_builder__add(struct window_builder *wb, const struct drained_window *
 
 	hashmap__init(&c.convs, hash_conv, equal_conv);
 	hashmap__init(&c.processes, hash_tgid, equal_tgid);
+	hashmap__init(&c.mappings, hash_tgid, equal_tgid);
 	if ((c.key_pid = profile__string(p, "pid")) < 0 ||
 	    (c.key_tid = profile__string(p, "tid")) < 0 ||
 	    (c.key_comm = profile__string(p, "comm")) < 0 ||
@@ -535,5 +556,6 @@ cleanup:
 		free(e->value);
 	hashmap__fini(&c.convs);
 	hashmap__fini(&c.processes);
+	hashmap__fini(&c.mappings);
 	return err;
 }

@@ -33,7 +33,7 @@ __u32 gen = 0;
 struct stacks_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
-	__type(key, __u64);
+	__type(key, struct ignis_stack_id);
 	__type(value, struct ignis_stack);
 };
 
@@ -172,12 +172,28 @@ struct task_info {
 	__u32 kthread;
 };
 
-static __always_inline void read_task(struct task_struct *task, struct task_info *ti)
+static __always_inline void read_task(struct task_info *ti)
 {
-	/* Locals, not ti's fields: CO-RE relocates every access in a BPF_CORE_READ chain. */
-	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
+	struct task_struct *task, *leader;
 	struct mm_struct *mm;
 
+	/* Since 5.11 the current task is a BTF pointer: plain loads, no helper calls, which
+	 * on a VM is most of this function's cost. The branch not taken is dead code the
+	 * verifier removes. Locals, not ti's fields, in BPF_CORE_READ chains: CO-RE relocates
+	 * every access in them. */
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
+		task = bpf_get_current_task_btf();
+		leader = task->group_leader;
+		mm = task->mm;
+		ti->leader = leader;
+		ti->start_time = leader->start_boottime;
+		ti->exec_id = (__u32)leader->self_exec_id;
+		ti->kthread = !!(task->flags & PF_KTHREAD);
+		ti->exec_vm = mm ? mm->exec_vm : 0;
+		return;
+	}
+	task = (struct task_struct *)bpf_get_current_task();
+	leader = BPF_CORE_READ(task, group_leader);
 	ti->leader = leader;
 	ti->start_time = BPF_CORE_READ(leader, start_boottime);
 	ti->exec_id = (__u32)BPF_CORE_READ(leader, self_exec_id);
@@ -225,46 +241,32 @@ static __always_inline int track_process(__u32 g, __u32 tgid, const struct task_
 }
 
 /*
- * Store the stack in scratch under its hash in the generation's stacks map and return its
- * id, or IGNIS_STACK_NONE after counting why it could not be stored.
+ * Store the stack under its id in the generation's stacks map. Returns 0, or -1 after
+ * counting why it could not be stored.
  */
-static __always_inline __u64 store_stack(__u32 g, void *stacks, struct ignis_stack *st)
+static __always_inline int store_stack(__u32 g, void *stacks, struct ignis_stack *st,
+				       struct ignis_stack_id *id)
 {
-	struct ignis_stack *old;
-	__u64 id = stack_hash(st->ips, st->len);
-	int probe, err;
+	long err;
 
-	for (probe = 0; probe < 2; probe++) {
-		if (probe)
-			id = stack_hash_alt(id);
-		old = bpf_map_lookup_elem(stacks, &id);
-		if (!old) {
-			err = bpf_map_update_elem(stacks, &id, st, BPF_NOEXIST);
-			if (!err)
-				return id;
-			if (err != -EEXIST) {
-				stat_inc(g, STAT_DROP_STACKS_FULL);
-				return IGNIS_STACK_NONE;
-			}
-			/* Another CPU inserted this id meanwhile: compare with its stack. */
-			old = bpf_map_lookup_elem(stacks, &id);
-			if (!old)
-				continue;
-		}
-		if (stack_equal(old, st))
-			return id;
-	}
-	stat_inc(g, STAT_DROP_STACK_COLLISION);
-	return IGNIS_STACK_NONE;
+	stack_hash128(st->ips, st->len, id);
+	if (bpf_map_lookup_elem(stacks, id))
+		return 0;
+	err = bpf_map_update_elem(stacks, id, st, BPF_NOEXIST);
+	if (!err || err == -EEXIST) /* -EEXIST: another CPU stored it meanwhile */
+		return 0;
+	stat_inc(g, STAT_DROP_STACKS_FULL);
+	id->lo = id->hi = 0;
+	return -1;
 }
 
 /* Walk one stack into st and store it. Returns 0 or -1 when the walk failed. */
 static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, struct ignis_stack *st,
-				      __u64 flags, __u64 *id)
+				      __u64 flags, struct ignis_stack_id *id)
 {
 	long n;
 
-	*id = IGNIS_STACK_NONE;
+	id->lo = id->hi = 0;
 	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
 	if (n < 0)
 		return -1;
@@ -273,7 +275,7 @@ static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, struct i
 		return 0;
 	if (st->len > IGNIS_MAX_STACK_DEPTH)
 		st->len = IGNIS_MAX_STACK_DEPTH;
-	*id = store_stack(g, stacks, st);
+	store_stack(g, stacks, st, id);
 	return 0;
 }
 
@@ -306,7 +308,7 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 
-	read_task((struct task_struct *)bpf_get_current_task(), &ti);
+	read_task(&ti);
 	key.tgid = tgid;
 	key.pid = (__u32)id;
 	key.start_time = ti.start_time;

@@ -8,7 +8,7 @@
  *
  * Map layout (all sized by the agent before load; see agent/sampler.c):
  *
- *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  stack id (__u64) -> struct ignis_stack
+ *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_stack_id -> struct ignis_stack
  *   counts_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_sample_key -> __u64 sample count
  *   stats           PERCPU_ARRAY  [gen * STAT_NR + stat] -> __u64
  *   procs           LRU_HASH      tgid -> struct ignis_proc_state   (what BPF already announced)
@@ -36,14 +36,21 @@
 #define IGNIS_NR_GENS 2
 #endif
 
-/* Stack id 0 means "no stack" (a kernel thread's user stack, a user-mode sample's kernel stack). */
-#ifndef IGNIS_STACK_NONE
-#define IGNIS_STACK_NONE 0ULL
-#endif
+/*
+ * A stack's id: a 128-bit hash of its frames (stack_hash128() in bpf/stack.bpf.h). Two
+ * different stacks get the same id with probability 2^-128 per pair (about 10^-29 for a
+ * window of 100 000 stacks), so an id names one stack without comparing frames. All zero
+ * means "no stack" (a kernel thread's user stack, a user-mode sample's kernel stack).
+ */
+struct ignis_stack_id {
+	__u64 lo;
+	__u64 hi;
+};
+_Static_assert(sizeof(struct ignis_stack_id) == 16, "ignis_stack_id size");
 
 /*
- * A stack as walked by the kernel, leaf first. Value of the stacks maps, keyed by
- * stack_hash() of its frames (bpf/stackhash.h). Entries are immutable once inserted.
+ * A stack as walked by the kernel, leaf first. Value of the stacks maps, keyed by its
+ * ignis_stack_id. Entries are immutable once inserted.
  */
 struct ignis_stack {
 	__u32 len; /* frames used in ips[] */
@@ -65,16 +72,16 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
  * reused, and execve() keeps the tgid and start time but replaces every mapping.
  */
 struct ignis_sample_key {
-	__u32 tgid;		   /* process id (kernel tgid) */
-	__u32 pid;		   /* thread id (kernel pid) */
-	__u64 start_time;	   /* group leader's start_boottime, ns since boot */
-	__u32 exec_id;		   /* group leader's self_exec_id (low 32 bits) */
-	__u32 flags;		   /* SAMPLE_F_* */
-	__u64 user_stack;	   /* stack id in the stacks map, IGNIS_STACK_NONE if none */
-	__u64 kernel_stack;	   /* stack id in the stacks map, IGNIS_STACK_NONE if none */
-	char comm[IGNIS_COMM_LEN]; /* the sampled thread's comm */
+	__u32 tgid;			    /* process id (kernel tgid) */
+	__u32 pid;			    /* thread id (kernel pid) */
+	__u64 start_time;		    /* group leader's start_boottime, ns since boot */
+	__u32 exec_id;			    /* group leader's self_exec_id (low 32 bits) */
+	__u32 flags;			    /* SAMPLE_F_* */
+	struct ignis_stack_id user_stack;   /* id in the stacks map, all zero if none */
+	struct ignis_stack_id kernel_stack; /* id in the stacks map, all zero if none */
+	char comm[IGNIS_COMM_LEN];	    /* the sampled thread's comm */
 };
-_Static_assert(sizeof(struct ignis_sample_key) == 56, "ignis_sample_key size");
+_Static_assert(sizeof(struct ignis_sample_key) == 72, "ignis_sample_key size");
 
 /*
  * Per-CPU counters, one set per generation so that each window's figures are exact.
@@ -83,16 +90,15 @@ _Static_assert(sizeof(struct ignis_sample_key) == 56, "ignis_sample_key size");
  * with a stack missing.
  */
 enum ignis_stat {
-	STAT_SAMPLES = 0,	   /* every run of the sampler */
-	STAT_IDLE,		   /* samples of the idle task (pid 0): counted, not profiled */
-	STAT_FILTERED,		   /* outside --pid, or kernel threads under --no-kernel */
-	STAT_USTACK_ERR,	   /* user stack walk returned an error; sample kept */
-	STAT_KSTACK_ERR,	   /* kernel stack walk returned an error; sample kept */
-	STAT_DROP_NO_GEN,	   /* generation maps missing (cannot happen once loaded) */
-	STAT_DROP_STACKS_FULL,	   /* the stacks map of this generation is full */
-	STAT_DROP_STACK_COLLISION, /* both hash slots hold other stacks */
-	STAT_DROP_COUNTS_FULL,	   /* the counts map of this generation is full */
-	STAT_EVENTS_LOST,	   /* ring buffer full: a process event was not sent */
+	STAT_SAMPLES = 0,      /* every run of the sampler */
+	STAT_IDLE,	       /* samples of the idle task (pid 0): counted, not profiled */
+	STAT_FILTERED,	       /* outside --pid, or kernel threads under --no-kernel */
+	STAT_USTACK_ERR,       /* user stack walk returned an error; sample kept */
+	STAT_KSTACK_ERR,       /* kernel stack walk returned an error; sample kept */
+	STAT_DROP_NO_GEN,      /* generation maps missing (cannot happen once loaded) */
+	STAT_DROP_STACKS_FULL, /* the stacks map of this generation is full */
+	STAT_DROP_COUNTS_FULL, /* the counts map of this generation is full */
+	STAT_EVENTS_LOST,      /* ring buffer full: a process event was not sent */
 	STAT_NR,
 };
 

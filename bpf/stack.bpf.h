@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Stack hashing for the stacks maps (DESIGN.md requirement 3).
+ * Stack ids for the stacks maps (DESIGN.md requirement 3).
  *
- * A stack is stored under our own 64-bit hash of its frames, never in a
- * BPF_MAP_TYPE_STACK_TRACE, whose bucket collisions silently drop or overwrite stacks. The
- * sampler compares the frames of an existing entry before it reuses its id, and on a
- * mismatch probes one alternative slot derived from the first; only when both hold other
- * stacks is the sample dropped, and counted (STAT_DROP_STACK_COLLISION).
+ * A stack is stored under a 128-bit hash of its frames, never in a BPF_MAP_TYPE_STACK_TRACE,
+ * whose bucket collisions silently drop or overwrite stacks. 128 bits make a collision
+ * negligible (2^-128 per pair of distinct stacks), so a sample can reuse an id without reading
+ * back the stored frames: on this design's hot path that comparison, up to 1 KiB of cold map
+ * memory per stack, cost more than the hashing.
  *
  * The helpers are plain C over __u64 so that they compile natively as well.
  */
@@ -29,47 +29,29 @@ static __always_inline __u64 stack_mix64(__u64 x)
 }
 
 /*
- * Hash of the first len frames of ips (len <= IGNIS_MAX_STACK_DEPTH). Never returns
- * IGNIS_STACK_NONE, so 0 keeps meaning "no stack".
+ * Two independent 64-bit hashes of the first len frames of ips (len <= IGNIS_MAX_STACK_DEPTH),
+ * each a multiply-rotate chain with its own constants and seed, finalized separately. Never
+ * returns the all-zero id, which means "no stack".
  */
-static __always_inline __u64 stack_hash(const __u64 *ips, __u32 len)
+static __always_inline void stack_hash128(const __u64 *ips, __u32 len, struct ignis_stack_id *id)
 {
-	__u64 h = 0x9e3779b97f4a7c15ULL ^ len;
+	__u64 a = 0x9e3779b97f4a7c15ULL ^ len, b = 0x6a09e667f3bcc909ULL ^ ((__u64)len << 32);
 	__u32 i;
 
 	for (i = 0; i < IGNIS_MAX_STACK_DEPTH; i++) {
 		if (i >= len)
 			break;
-		h ^= ips[i];
-		h *= 0x87c37b91114253d5ULL;
-		h = (h << 31) | (h >> 33);
+		a ^= ips[i];
+		a *= 0x87c37b91114253d5ULL;
+		a = (a << 31) | (a >> 33);
+		b += ips[i];
+		b *= 0x4cf5ad432745937fULL;
+		b = (b << 27) | (b >> 37);
 	}
-	h = stack_mix64(h);
-	return h ? h : 1;
-}
-
-/* The second slot probed when the first holds another stack. Never IGNIS_STACK_NONE. */
-static __always_inline __u64 stack_hash_alt(__u64 h)
-{
-	__u64 a = stack_mix64(h ^ 0x4cf5ad432745937fULL);
-
-	return a ? a : 2;
-}
-
-/* 1 when a and b hold the same frames. */
-static __always_inline int stack_equal(const struct ignis_stack *a, const struct ignis_stack *b)
-{
-	__u32 i;
-
-	if (a->len != b->len)
-		return 0;
-	for (i = 0; i < IGNIS_MAX_STACK_DEPTH; i++) {
-		if (i >= a->len)
-			break;
-		if (a->ips[i] != b->ips[i])
-			return 0;
-	}
-	return 1;
+	id->lo = stack_mix64(a);
+	id->hi = stack_mix64(b ^ 0x3c6ef372fe94f82bULL);
+	if (!id->lo && !id->hi)
+		id->lo = 1;
 }
 
 #endif /* IGNIS_BPF_STACK_BPF_H */

@@ -129,6 +129,27 @@ $(UNIT_SAN_BINS): $$(addprefix $(BUILD)/san/,$$(unit_deps_$$(notdir $$@)))
 # ---- Format -----------------------------------------------------------------------------------
 FORMAT_SRCS := $(wildcard agent/*.c agent/*.h symbolizer/*.c symbolizer/*.h bpf/*.c bpf/*.h)
 
+# ---- Benchmarks (make bench) ------------------------------------------------------------------
+BENCH_DIR := $(TEST_BUILD)/bench
+BENCH_BINS := $(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs $(BENCH_DIR)/window_bench
+
+$(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs: $(BENCH_DIR)/%: tests/bench/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(WORKLOAD_CFLAGS) -o $@ $<
+
+$(BENCH_DIR)/window_bench: tests/bench/window_bench.c $(addprefix $(BUILD)/agent/,sampler.o \
+			   drain.o hashmap.o log.o util.o proctab.o procfs.o window.o profile.o \
+			   pprof.o profile.pb-c.o) $(BUILD)/libsymbolizer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS_ALL)
+
+bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump
+
+bench-run: bench-build
+	$(Q)$(PYTHON) tests/bench/bench.py $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
+
 # ---- Everything -------------------------------------------------------------------------------
 TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) \
 		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/lifecycle
@@ -140,4 +161,4 @@ test-all: test-build
 	$(Q)$(PYTHON) tests/run.py --build $(BUILD) $(if $(TESTS),--only '$(TESTS)') \
 		$(if $(UNIT_ONLY),--unit-only)
 
-.PHONY: test-build
+.PHONY: test-build bench-build bench-run

@@ -312,7 +312,7 @@ static void add_stack(struct drained_window *w, uint64_t id, const uint64_t *ips
 {
 	struct drained_stack *ds = malloc(sizeof(*ds) + n * sizeof(ds->ips[0]));
 
-	ds->id = id;
+	ds->id = (struct ignis_stack_id){ .lo = id, .hi = ~id };
 	ds->len = n;
 	memcpy(ds->ips, ips, n * sizeof(ips[0]));
 	assert_int_equal(hashmap__insert(&w->stacks, &ds->id, ds), 0);
@@ -322,8 +322,12 @@ static void add_sample(struct drained_window *w, uint32_t tid, uint64_t ustack,
 		       uint64_t kstack, uint32_t flags, const char *comm, uint64_t count)
 {
 	struct ignis_sample_key k = { .tgid = PID, .pid = tid, .start_time = START_NS,
-				      .exec_id = 1, .flags = flags, .user_stack = ustack,
-				      .kernel_stack = kstack };
+				      .exec_id = 1, .flags = flags };
+
+	if (ustack)
+		k.user_stack = (struct ignis_stack_id){ .lo = ustack, .hi = ~ustack };
+	if (kstack)
+		k.kernel_stack = (struct ignis_stack_id){ .lo = kstack, .hi = ~kstack };
 
 	snprintf(k.comm, sizeof(k.comm), "%s", comm);
 	w->samples = realloc(w->samples, (w->nr_samples + 1) * sizeof(*w->samples));

@@ -1,0 +1,633 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""make bench: ignis's cost, loss and accuracy, side by side with perf and bpftrace.
+
+This machine is shared and noisy, so every figure is a ratio measured in one run or a
+median over repetitions, printed with its min-max and the command that produced it. The
+table goes to stdout, everything to build/bench/results.json, and a summary into the
+README's Performance section (between its bench markers).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.path.join(ROOT, "build")
+IGNIS = os.path.join(BUILD, "ignis")
+BENCH = os.path.join(BUILD, "tests", "bench")
+SHARES = {"work_sixty": 60.0, "work_thirty": 30.0, "work_ten": 10.0}
+NCPU = os.cpu_count() or 1
+TMP = tempfile.mkdtemp(prefix="ignis-bench-")
+_procs = []
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def spawn(argv, **kw):
+    kw.setdefault("stdout", subprocess.DEVNULL)
+    kw.setdefault("stderr", subprocess.DEVNULL)
+    p = subprocess.Popen(argv, **kw)
+    _procs.append(p)
+    return p
+
+
+def reap():
+    for p in _procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    _procs.clear()
+
+
+def stats(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"n": 0}
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values), "values": values}
+
+
+class Results:
+    def __init__(self, quick):
+        self.data = {"quick": quick, "machine": machine(), "figures": {}}
+
+    def add(self, key, title, unit, values, command, target=None, note=None):
+        fig = {"title": title, "unit": unit, "command": command, **stats(values)}
+        if target:
+            fig["target"] = target
+        if note:
+            fig["note"] = note
+        self.data["figures"][key] = fig
+        return fig
+
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem = int(f.readline().split()[1]) // 1024
+    virt = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True).stdout.strip()
+    return {"cpu": model, "cpus": NCPU, "memory_mib": mem, "kernel": platform.release(),
+            "virtualization": virt or "unknown",
+            "date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")}
+
+
+# ---- The workload --------------------------------------------------------------------------
+
+class Workload:
+    """spin3: NCPU threads of fixed work split 60/30/10; stays alive (stdin open) after
+    printing its times, so that profilers that symbolize at exit still find it."""
+
+    def __init__(self, rounds):
+        self.proc = spawn([os.path.join(BENCH, "spin3"), str(rounds), str(NCPU)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"wall_ns=(\d+) cpu_ns=(\d+)", line)
+        if not m:
+            raise RuntimeError(f"spin3: {line!r}")
+        self.wall = int(m.group(1)) / 1e9
+        self.cpu = int(m.group(2)) / 1e9
+        self.pid = self.proc.pid
+
+    def end(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def calibrate(seconds):
+    w = Workload(20000)
+    w.end()
+    return max(1000, int(20000 * seconds / w.wall))
+
+
+# ---- The profilers -------------------------------------------------------------------------
+
+class Ignis:
+    name = "ignis"
+
+    def __init__(self, hz, *extra, interval=60):
+        self.out = tempfile.mkdtemp(dir=TMP)
+        self.log = os.path.join(self.out, "agent.log")
+        self.proc = spawn([IGNIS, "--frequency", str(hz), "--interval", str(interval),
+                           "--output-dir", self.out, "--log-level", "debug", *extra],
+                          stderr=open(self.log, "w"))
+        deadline = time.monotonic() + 30
+        while "profiling " not in self.text():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("ignis did not start:\n" + self.text())
+            time.sleep(0.05)
+        self.pid = self.proc.pid
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=60)
+
+    def windows(self):
+        out = []
+        for m in re.finditer(r"window seq=\d+ (.*)", self.text()):
+            out.append({k: int(v) for k, v in
+                        (kv.split("=", 1) for kv in m.group(1).split()) if k != "file"})
+        return out
+
+    def stacks(self, pid):
+        """{tuple of frames (leaf first): samples} of a process, from our own decoder."""
+        result = {}
+        for f in sorted(os.listdir(self.out)):
+            if not f.endswith(".pb.gz"):
+                continue
+            p = subprocess.run([os.path.join(BUILD, "tests", "pprof_dump"),
+                                os.path.join(self.out, f)], capture_output=True, text=True)
+            data = json.loads(p.stdout)
+            locs = {l["id"]: l for l in data["locations"]}
+            for s in data["samples"]:
+                if s["labels"].get("pid") != pid:
+                    continue
+                frames = []
+                for lid in s["locations"]:
+                    lines = locs[lid]["lines"]
+                    frames += [l["function"] for l in lines] if lines else ["?"]
+                key = tuple(frames)
+                result[key] = result.get(key, 0) + s["count"]
+        return result
+
+
+class Perf:
+    name = "perf"
+
+    def __init__(self, hz):
+        self.data = os.path.join(tempfile.mkdtemp(dir=TMP), "perf.data")
+        self.proc = spawn(["perf", "record", "-F", str(hz), "-a", "-g", "-o", self.data])
+        deadline = time.monotonic() + 10
+        while not (os.path.exists(self.data) and os.path.getsize(self.data) > 0):
+            if time.monotonic() > deadline:
+                raise RuntimeError("perf record did not start")
+            time.sleep(0.05)
+        time.sleep(0.3)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=120)
+
+    def stacks(self, pid):
+        out = subprocess.run(["perf", "script", "-i", self.data, "--pid", str(pid), "-F",
+                              "pid,sym"], capture_output=True, text=True).stdout
+        result = {}
+        for block in out.split("\n\n"):
+            lines = [l.strip() for l in block.strip().splitlines()]
+            if len(lines) < 2:
+                continue
+            frames = tuple(l.split(None, 1)[1] if " " in l else "?" for l in lines[1:])
+            result[frames] = result.get(frames, 0) + 1
+        return result
+
+
+class Bpftrace:
+    name = "bpftrace"
+    PROGRAM = "profile:hz:{hz} {{ @[kstack, ustack, pid, comm] = count(); }}"
+
+    def __init__(self, hz, program=None):
+        self.out = os.path.join(tempfile.mkdtemp(dir=TMP), "bpftrace.txt")
+        self.program = (program or self.PROGRAM).format(hz=hz)
+        self.proc = spawn(["bpftrace", "-e", self.program], stdout=open(self.out, "w"),
+                          stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while "Attaching" not in open(self.out).read():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("bpftrace did not start:\n" + open(self.out).read())
+            time.sleep(0.05)
+        time.sleep(0.3)
+        self.pid = self.proc.pid
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=120)
+
+    def stacks(self, pid):
+        """@[kstack, ustack, pid, comm]: N entries: the user frames, leaf first."""
+        text = open(self.out).read()
+        result = {}
+        for m in re.finditer(r"@\[(.*?), (\d+), [^\]]*\]: (\d+)", text, re.S):
+            if int(m.group(2)) != pid:
+                continue
+            parts = m.group(1).split(",")
+            ustack = parts[-1] if len(parts) > 1 else ""
+            frames = tuple(l.strip().split("+")[0] for l in ustack.strip().splitlines()
+                           if l.strip())
+            result[frames] = result.get(frames, 0) + int(m.group(3))
+        return result
+
+
+def shares(stacks):
+    total = sum(stacks.values())
+    leaf = {}
+    for frames, n in stacks.items():
+        if frames:
+            leaf[frames[0]] = leaf.get(frames[0], 0) + n
+    return total, leaf
+
+
+def complete(stacks):
+    """Samples of a work function whose stack shows do_round and worker under it."""
+    n = 0
+    for frames, count in stacks.items():
+        if frames and frames[0] in SHARES and list(frames[1:3]) == ["do_round", "worker"]:
+            n += count
+    return n
+
+
+# ---- 1 and 5: overhead, accuracy ---------------------------------------------------------
+
+def overhead(res, quick):
+    pairs = 2 if quick else 5
+    seconds = 1.5 if quick else 3.0
+    rounds = calibrate(seconds)
+    log(f"overhead: spin3 {rounds} rounds x {NCPU} threads (~{seconds} s), {pairs} pairs")
+    accuracy = {}
+    for hz in (100, 1000):
+        for tool in (Ignis, Perf, Bpftrace):
+            wall, cpu, runs = [], [], []
+            for i in range(pairs):
+                order = ("base", "tool") if i % 2 == 0 else ("tool", "base")
+                t = {}
+                for which in order:
+                    prof = tool(hz) if which == "tool" else None
+                    w = Workload(rounds)
+                    if prof:
+                        prof.stop()
+                        runs.append({"stacks": prof.stacks(w.pid), "cpu": w.cpu,
+                                     "windows": prof.windows() if tool is Ignis else None})
+                    w.end()
+                    t[which] = w
+                wall.append(100.0 * (t["tool"].wall / t["base"].wall - 1))
+                cpu.append(100.0 * (t["tool"].cpu / t["base"].cpu - 1))
+            cmd = {"ignis": f"ignis --frequency {hz}",
+                   "perf": f"perf record -F {hz} -a -g",
+                   "bpftrace": "bpftrace -e '" + Bpftrace.PROGRAM.format(hz=hz) + "'"}[tool.name]
+            res.add(f"slowdown_wall_{tool.name}_{hz}", f"slowdown, wall time, {tool.name} "
+                    f"at {hz} Hz", "%", wall, f"spin3 alone vs under `{cmd}`, {pairs} "
+                    "interleaved pairs", target="< noise (~3 %) at 100 Hz; <= perf at 1000 Hz")
+            res.add(f"slowdown_cpu_{tool.name}_{hz}", f"slowdown, workload CPU time, "
+                    f"{tool.name} at {hz} Hz", "%", cpu, f"as above, getrusage of spin3")
+            accuracy[(tool.name, hz)] = runs
+            log(f"  {tool.name} {hz} Hz: wall {statistics.median(wall):+.1f} %, "
+                f"cpu {statistics.median(cpu):+.1f} %")
+    return accuracy
+
+
+def accuracy_and_loss(res, accuracy):
+    for (tool, hz), runs in accuracy.items():
+        errors, pooled, ratio, whole = [], {}, [], []
+        pooled_total = 0
+        for r in runs:
+            total, leaf = shares(r["stacks"])
+            if not total:
+                errors.append(None)
+                continue
+            errors.append(max(abs(100.0 * leaf.get(f, 0) / total - share)
+                              for f, share in SHARES.items()))
+            for f in SHARES:
+                pooled[f] = pooled.get(f, 0) + leaf.get(f, 0)
+            pooled_total += total
+            ratio.append(total / (r["cpu"] * hz))
+            whole.append(100.0 * complete(r["stacks"]) / total)
+        pooled_err = max(abs(100.0 * pooled.get(f, 0) / pooled_total - s)
+                         for f, s in SHARES.items()) if pooled_total else None
+        res.add(f"share_error_{tool}_{hz}", f"attribution error per run, {tool} at {hz} Hz",
+                "points", errors, "max |measured - designed| share of work_sixty/thirty/ten",
+                target="<= 2 points per run")
+        res.add(f"share_error_pooled_{tool}_{hz}", f"attribution error pooled, {tool} at "
+                f"{hz} Hz", "points", [pooled_err], f"all runs' samples ({pooled_total})",
+                target="within sampling noise (~0.7 points at ~5000 samples)")
+        res.add(f"samples_vs_cpu_{tool}_{hz}", f"samples / (CPU s x Hz), {tool} at {hz} Hz",
+                "ratio", ratio, "the workload's samples over its getrusage CPU time x Hz")
+        res.add(f"complete_stacks_{tool}_{hz}", f"samples with a complete stack, {tool} at "
+                f"{hz} Hz", "%", whole, "work_* <- do_round <- worker present")
+        if tool != "ignis":
+            continue
+        samples = dropped = unaccounted = 0
+        for r in runs:
+            for w in r["windows"]:
+                samples += w["samples"]
+                dropped += w["dropped"]
+                unaccounted += abs(w["unaccounted"])
+        res.add(f"loss_ignis_{hz}", f"samples lost, ignis at {hz} Hz", "%",
+                [100.0 * dropped / samples if samples else None],
+                f"dropped by reason / all samples over {len(runs)} runs ({samples} samples, "
+                f"{unaccounted} unaccounted for)", target="<= 0.1 %, every loss counted")
+        res.data.setdefault("accounting", {})[str(hz)] = {
+            "samples": samples, "dropped": dropped, "unaccounted": unaccounted}
+
+
+# ---- 2: kernel-side cost per sample -----------------------------------------------------
+
+def bpf_progs():
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    return json.loads(out.stdout or "[]")
+
+
+def fdinfo(pid):
+    """The BPF objects a process holds, from /proc/PID/fdinfo (Debian's bpftool lists no
+    owners): {"prog_id": set, "map_id": {id: memlock bytes}}."""
+    progs, maps = set(), {}
+    base = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(base):
+        try:
+            with open(os.path.join(base, fd)) as f:
+                info = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except OSError:
+            continue
+        if "prog_id" in info:
+            progs.add(int(info["prog_id"]))
+        if "map_id" in info:
+            maps[int(info["map_id"])] = int(info.get("memlock", "0"))
+    return {"prog_id": progs, "map_id": maps}
+
+
+def per_run_ns(progs, pid, name=None):
+    owned = fdinfo(pid)["prog_id"]
+    for p in progs:
+        if p["id"] in owned and p.get("type") == "perf_event" and (not name or p["name"] == name):
+            if p.get("run_cnt"):
+                return p["run_time_ns"] / p["run_cnt"]
+    return None
+
+
+def bpf_cost(res, quick):
+    reps = 1 if quick else 3
+    seconds = 6 if quick else 20
+    rounds = calibrate(seconds)
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        saved = f.read().strip()
+    full, skip, bt, floor = [], [], [], []
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        for _ in range(reps):
+            a = Ignis(100)
+            b = Ignis(100, "--bench-skip-walk")
+            c = Bpftrace(100)
+            d = Bpftrace(100, "profile:hz:{hz} {{ @c = count(); }}")
+            w = Workload(rounds)
+            progs = bpf_progs()
+            full.append(per_run_ns(progs, a.pid, "ignis_sample"))
+            skip.append(per_run_ns(progs, b.pid, "ignis_sample"))
+            bt.append(per_run_ns(progs, c.pid))
+            floor.append(per_run_ns(progs, d.pid))
+            for prof in (a, b, c, d):
+                prof.stop()
+            w.end()
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(saved)
+    us = lambda v: [x / 1000 for x in v if x]
+    cmd = "kernel.bpf_stats_enabled=1, run_time_ns / run_cnt, spin3 on all CPUs, all four at once"
+    res.add("bpf_ns_ignis", "BPF cost per sample, ignis", "us", us(full), cmd,
+            target="<= bpftrace in the same run")
+    res.add("bpf_ns_bpftrace", "BPF cost per sample, bpftrace kstack+ustack", "us", us(bt), cmd)
+    res.add("bpf_ns_ignis_nowalk", "BPF cost per sample, ignis without stack walks", "us",
+            us(skip), cmd + "; ignis --bench-skip-walk", target="<= 1 us")
+    res.add("bpf_ns_floor", "BPF cost per sample, bpftrace `@c = count()` (this VM's floor)",
+            "us", us(floor), cmd)
+    res.add("bpf_ratio_ignis_bpftrace", "BPF cost ratio ignis / bpftrace", "ratio",
+            [a / b for a, b in zip(full, bt) if a and b], "same runs", target="<= 1")
+    res.add("bpf_ns_ignis_walk", "BPF cost per sample, ignis stack walks (full - no walk)",
+            "us", [(a - b) / 1000 for a, b in zip(full, skip) if a and b], "same runs")
+    log(f"bpf: ignis {statistics.median(us(full)):.2f} us, bpftrace "
+        f"{statistics.median(us(bt)):.2f} us, no-walk {statistics.median(us(skip)):.2f} us, "
+        f"floor {statistics.median(us(floor)):.2f} us")
+
+
+# ---- 3: agent cost ---------------------------------------------------------------------------
+
+def proc_cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def map_memlock(pid):
+    return sum(fdinfo(pid)["map_id"].values())
+
+
+def agent_cost(res, quick):
+    seconds = 15 if quick else 60
+    for host in ("idle", "busy"):
+        load = None
+        if host == "busy":
+            load = spawn([os.path.join(BENCH, "manyprocs"), "200", str(seconds + 15), "50"])
+            time.sleep(3)
+        a = Ignis(100, interval=10)
+        time.sleep(5)	# past start-up: the first captures of every process
+        cpu0, t0 = proc_cpu_s(a.pid), time.monotonic()
+        time.sleep(seconds)
+        cpu1, t1 = proc_cpu_s(a.pid), time.monotonic()
+        rss, hwm, memlock = proc_status(a.pid, "VmRSS"), proc_status(a.pid, "VmHWM"), \
+            map_memlock(a.pid)
+        a.stop()
+        handled = [int(x) for x in re.findall(r"handled in (\d+) ms", a.text())]
+        windows = a.windows()
+        if load:
+            load.kill()
+            load.wait()
+            subprocess.run(["pkill", "-f", "manyprocs"], capture_output=True)
+        cmd = ("ignis --frequency 100 --interval 10" +
+               (" with manyprocs: 200 processes of distinct stacks + 50 exec/exit per s"
+                if host == "busy" else " on an idle host") + f", {seconds} s")
+        cpu_min = (cpu1 - cpu0) / (t1 - t0) * 60
+        res.add(f"agent_cpu_{host}", f"agent CPU, {host} host", "s per min", [cpu_min], cmd)
+        res.add(f"agent_cpu_pct_{host}", f"agent CPU, {host} host", "% of one core",
+                [cpu_min / 60 * 100], cmd, target="<= 0.5 % (busy host)")
+        res.add(f"agent_rss_{host}", f"agent RSS at the end, {host} host", "MiB",
+                [rss / 1024], cmd + "; symbol-cache budget 64 MiB",
+                target="<= 30 MiB excluding BPF maps")
+        res.add(f"agent_rss_peak_{host}", f"agent peak RSS, {host} host", "MiB",
+                [hwm / 1024], cmd + " (VmHWM)")
+        res.add(f"agent_maps_{host}", f"kernel memory of the BPF maps, {host} host", "MiB",
+                [memlock / 1048576], "memlock of ignis's maps (/proc/PID/fdinfo, as bpftool "
+                "map show reports it)")
+        res.add(f"agent_window_ms_{host}", f"window handling time, {host} host", "ms",
+                handled, "drain + symbolize + encode + write, per window (debug log)")
+        if host == "busy":
+            res.add("busy_processes_per_window", "processes profiled per window, busy host",
+                    "processes", [w["processes"] for w in windows], cmd)
+            res.add("busy_no_image", "samples without captured mappings per window, busy "
+                    "host", "samples", [w["no_image"] for w in windows],
+                    cmd + " (processes gone before their capture, e.g. /bin/true)")
+        log(f"agent {host}: {cpu_min:.3f} CPU s/min, RSS {rss / 1024:.1f} MiB (peak "
+            f"{hwm / 1024:.1f}), maps {memlock / 1048576:.1f} MiB")
+
+
+# ---- 4: window scale --------------------------------------------------------------------------
+
+def window_scale(res, quick):
+    reps = 1 if quick else 3
+    stacks_sweep = (1000, 10000) if quick else (1000, 10000, 100000)
+    procs_sweep = (10, 100) if quick else (10, 100, 1000)
+    configs = [(s, 100) for s in stacks_sweep] + [(10000, p) for p in procs_sweep if p != 100]
+    table = {}
+    for stacks, procs in configs:
+        runs = []
+        for _ in range(reps):
+            out = subprocess.run([os.path.join(BENCH, "window_bench"), str(stacks), str(procs)],
+                                 capture_output=True, text=True, timeout=600)
+            if out.returncode:
+                raise RuntimeError(f"window_bench {stacks} {procs}: {out.stderr}")
+            runs.append(json.loads(out.stdout))
+        key = f"{stacks}x{procs}"
+        warm = [r["warm"]["total_ms"] for r in runs]
+        cold = [r["cold"]["total_ms"] for r in runs]
+        res.add(f"window_ms_{key}", f"window of {stacks} stacks, {procs} processes (warm)",
+                "ms", warm, f"window_bench {stacks} {procs}: drain + symbolize + encode",
+                target="<= 100 ms at 10k stacks" if stacks == 10000 else None)
+        res.add(f"window_cold_ms_{key}", f"same, cold symbol cache", "ms", cold,
+                f"window_bench {stacks} {procs}")
+        res.add(f"window_bytes_{key}", f"pprof bytes, {stacks} stacks, {procs} processes",
+                "bytes", [r["warm"]["bytes"] for r in runs], f"window_bench {stacks} {procs}")
+        for part in ("drain_ms", "build_ms", "encode_ms"):
+            res.add(f"window_{part}_{key}", f"  {part[:-3]}", "ms",
+                    [r["warm"][part] for r in runs], f"window_bench {stacks} {procs}")
+        table[(stacks, procs)] = statistics.median(warm)
+        log(f"window {stacks} stacks x {procs} processes: {statistics.median(warm):.1f} ms")
+    small, large = min(stacks_sweep), max(stacks_sweep)
+    growth = (table[(large, 100)] / large) / (table[(small, 100)] / small)
+    res.add("window_growth", f"cost per stack at {large} / at {small} stacks", "ratio",
+            [growth], "from the warm medians above", target="~1 (linear)")
+
+
+# ---- 6: the README section --------------------------------------------------------------------
+
+def fmt(fig):
+    if fig.get("n", 0) == 0:
+        return "n/a"
+    med, lo, hi = fig["median"], fig["min"], fig["max"]
+    d = 2 if abs(med) < 10 else 1 if abs(med) < 100 else 0
+    if fig["n"] == 1:
+        return f"{med:.{d}f}"
+    return f"{med:.{d}f} ({lo:.{d}f}–{hi:.{d}f})"
+
+
+def table_rows(res, keys):
+    rows = []
+    for k in keys:
+        f = res.data["figures"].get(k)
+        if f:
+            rows.append(f"| {f['title']} | {fmt(f)} {f['unit']} | {f.get('target', '')} |")
+    return rows
+
+
+def report(res, quick):
+    figs = res.data["figures"]
+    lines = []
+    for k, f in figs.items():
+        lines.append(f"{f['title']:<72} {fmt(f):>22} {f['unit']:<13} n={f.get('n', 0)}")
+    print("\n".join(lines))
+    m = res.data["machine"]
+    md = [f"Measured by `make bench{' QUICK=1' if quick else ''}` on {m['date']}: "
+          f"{m['cpus']} vCPU {m['cpu']}, {m['memory_mib']} MiB, Linux {m['kernel']} "
+          f"({m['virtualization']}). Medians with min–max in parentheses; every command in "
+          "`build/bench/results.json`.", ""]
+    groups = [
+        ("Overhead on spin3 (all CPUs busy, 60/30/10 designed shares), interleaved pairs",
+         [f"slowdown_{w}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
+          for w in ("wall", "cpu")]),
+        ("BPF cost per sample (same runs, run_time_ns / run_cnt)",
+         ["bpf_ns_ignis", "bpf_ns_bpftrace", "bpf_ratio_ignis_bpftrace", "bpf_ns_ignis_nowalk",
+          "bpf_ns_ignis_walk", "bpf_ns_floor"]),
+        ("Agent cost",
+         [f"agent_{x}_{h}" for h in ("idle", "busy")
+          for x in ("cpu_pct", "rss", "rss_peak", "maps", "window_ms")]),
+        ("Window scale (drain + symbolize + encode, warm)",
+         [k for k in figs if k.startswith("window_ms_") or k == "window_growth"]),
+        ("Accuracy and loss",
+         [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
+          for x in ("share_error_pooled", "share_error", "complete_stacks")] +
+         ["loss_ignis_100", "loss_ignis_1000"]),
+    ]
+    for title, keys in groups:
+        rows = table_rows(res, keys)
+        if rows:
+            md += [f"**{title}**", "", "| figure | measured | target |", "| --- | --- | --- |"]
+            md += rows + [""]
+    return "\n".join(md)
+
+
+def update_readme(section):
+    path = os.path.join(ROOT, "README.md")
+    with open(path) as f:
+        text = f.read()
+    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    if start not in text:
+        return False
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as f:
+        f.write(head + start + "\n" + section + "\n" + end + tail)
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", help="comma-separated sections: overhead,bpf,agent,window")
+    parser.add_argument("--no-readme", action="store_true")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("make bench needs root (BPF, perf, bpftrace)")
+    only = set(args.only.split(",")) if args.only else {"overhead", "bpf", "agent", "window"}
+    res = Results(args.quick)
+    started = time.monotonic()
+    try:
+        if "overhead" in only:
+            accuracy_and_loss(res, overhead(res, args.quick))
+        if "bpf" in only:
+            bpf_cost(res, args.quick)
+        if "agent" in only:
+            agent_cost(res, args.quick)
+        if "window" in only:
+            window_scale(res, args.quick)
+    finally:
+        reap()
+        shutil.rmtree(TMP, ignore_errors=True)
+    res.data["seconds"] = round(time.monotonic() - started)
+    os.makedirs(os.path.join(BUILD, "bench"), exist_ok=True)
+    with open(os.path.join(BUILD, "bench", "results.json"), "w") as f:
+        json.dump(res.data, f, indent=1)
+    section = report(res, args.quick)
+    with open(os.path.join(BUILD, "bench", "performance.md"), "w") as f:
+        f.write(section + "\n")
+    if not args.no_readme and only == {"overhead", "bpf", "agent", "window"}:
+        update_readme(section)
+    print(f"\nbench took {res.data['seconds']} s; results in build/bench/results.json")
+
+
+if __name__ == "__main__":
+    main()

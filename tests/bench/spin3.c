@@ -20,7 +20,9 @@
 
 #define NOINLINE __attribute__((noinline, noipa))
 
-static volatile uint64_t sink;
+/* Per thread: a shared line written by every thread would stall in touch() and skew the
+ * shares the TSC reference attributes to the work functions. */
+static __thread volatile uint64_t sink;
 static long rounds;
 
 NOINLINE static void touch(uint64_t v)

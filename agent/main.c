@@ -23,6 +23,7 @@
 #include "../symbolizer/symbolizer.h"
 #include "drain.h"
 #include "log.h"
+#include "metrics.h"
 #include "options.h"
 #include "pprof.h"
 #include "procfs.h"
@@ -56,17 +57,6 @@ static void on_signal(int sig)
 	stop_requested = sig;
 }
 
-struct totals {
-	uint64_t windows;
-	uint64_t samples;
-	uint64_t recorded;
-	uint64_t dropped;
-	uint64_t unaccounted;
-	uint64_t events_lost;
-	uint64_t bytes_written;
-	uint64_t write_errors;
-};
-
 struct agent {
 	struct agent_config *cfg;
 	struct symbolizer *symbolizer;
@@ -82,8 +72,9 @@ struct agent {
 	uint64_t seq; /* the window being recorded */
 	uint64_t window_start_real;
 	uint64_t window_start_mono;
-	uint64_t summary_ns; /* CLOCK_MONOTONIC of the last summary */
-	struct totals totals;
+	uint64_t summary_ns;	      /* CLOCK_MONOTONIC of the last summary */
+	struct metrics *metrics;      /* NULL without --metrics-address */
+	struct metrics_snapshot snap; /* totals since start, published after each window */
 };
 
 static void symbolizer_print(enum sym_log_level level, const char *fmt, va_list ap)
@@ -295,17 +286,66 @@ static void log_window(struct agent *a, uint64_t seq, const struct drained_windo
 
 static void log_summary(struct agent *a)
 {
-	struct proctab_stats ps;
-	struct symbolizer_stats ss;
-	const struct totals *t = &a->totals;
+	const struct metrics_snapshot *t = &a->snap;
 
-	proctab__stats(a->proctab, &ps);
-	symbolizer__stats(a->symbolizer, &ss);
 	pr_info("%" PRIu64 " windows: %" PRIu64 " samples, %" PRIu64 " profiled, %" PRIu64
 		" dropped, %" PRIu64 " process events lost; %" PRIu64 " processes tracked, "
 		"%" PRIu64 " symbol tables (%" PRIu64 " KiB); %" PRIu64 " KiB written",
-		t->windows, t->samples, t->recorded, t->dropped, t->events_lost, ps.images,
-		ss.tables_loaded - ss.tables_evicted, ss.cache_bytes >> 10, t->bytes_written >> 10);
+		t->windows, t->samples, t->samples_profiled,
+		t->dropped_stacks_full + t->dropped_counts_full + t->dropped_no_generation +
+			t->dropped_profile_cap,
+		t->process_events_lost, t->processes_tracked,
+		t->symbol_tables_loaded - t->symbol_tables_evicted, t->symbol_cache_bytes >> 10,
+		t->profile_bytes_written >> 10);
+}
+
+/* Fold one window into the totals and publish them for /metrics. */
+static void account(struct agent *a, const struct drained_window *dw, const struct window_stats *ws,
+		    double rate, double seconds)
+{
+	struct metrics_snapshot *t = &a->snap;
+	const uint64_t *st = dw->stats;
+	struct proctab_stats ps;
+	struct symbolizer_stats ys;
+
+	proctab__stats(a->proctab, &ps);
+	symbolizer__stats(a->symbolizer, &ys);
+	t->windows++;
+	t->samples += st[STAT_SAMPLES];
+	t->samples_idle += st[STAT_IDLE];
+	t->samples_filtered += st[STAT_FILTERED];
+	t->samples_profiled += ws->samples;
+	t->dropped_stacks_full += st[STAT_DROP_STACKS_FULL];
+	t->dropped_counts_full += st[STAT_DROP_COUNTS_FULL];
+	t->dropped_no_generation += st[STAT_DROP_NO_GEN];
+	t->dropped_profile_cap += ws->dropped_profile_cap;
+	t->user_walk_errors += st[STAT_USTACK_ERR];
+	t->kernel_walk_errors += st[STAT_KSTACK_ERR];
+	t->process_events_lost += st[STAT_EVENTS_LOST];
+	t->stacks_truncated += ws->truncated_stacks;
+	t->frames_unknown += ws->unknown_frames;
+	t->samples_without_mappings += ws->no_image_samples;
+	t->sampling_rate_hz = rate;
+	t->unique_stacks = hashmap__size(&dw->stacks);
+	t->processes_tracked = ps.images;
+	t->captures = ps.captures;
+	t->capture_errors = ps.capture_errors;
+	t->symbol_hits = ys.hits;
+	t->symbol_misses = ys.misses;
+	t->symbol_errors = ys.errors;
+	t->symbol_cache_bytes = ys.cache_bytes;
+	t->symbol_tables_loaded = ys.tables_loaded;
+	t->symbol_tables_evicted = ys.tables_evicted;
+	metrics_observe_drain(t, seconds);
+	t->last_drain_ns = now_mono_ns();
+}
+
+static void publish(struct agent *a)
+{
+	a->snap.cpus = sampler__nr_cpus(a->sampler);
+	a->snap.cpus_detached = (unsigned int)sampler__check_links(a->sampler);
+	a->snap.bpf_map_bytes = sampler__map_bytes(a->sampler);
+	metrics__publish(a->metrics, &a->snap);
 }
 
 static bool image_known(void *ctx, uint32_t tgid, uint64_t start_time, uint32_t exec_id)
@@ -375,13 +415,14 @@ static int do_window(struct agent *a)
 	}
 	err = file_sink__write(a->sink, po.time_ns, seq, buf, len, path, sizeof(path));
 	if (err) {
-		a->totals.write_errors++;
+		a->snap.profile_write_errors++;
 		pr_warn_ratelimited(3, 60, "window %" PRIu64 ": cannot write the profile to %s: %s",
 				    seq, a->cfg->output_dir, strerror(-err));
 		path[0] = '\0';
 		err = 0;
 	} else {
-		a->totals.bytes_written += len;
+		a->snap.profiles_written++;
+		a->snap.profile_bytes_written += len;
 		err = file_sink__prune(a->sink);
 		if (err < 0)
 			pr_warn_ratelimited(3, 60, "%s: cannot apply the size and age caps: %s",
@@ -425,12 +466,7 @@ static int do_window(struct agent *a)
 		fflush(stdout);
 	}
 
-	a->totals.windows++;
-	a->totals.samples += dw.stats[STAT_SAMPLES];
-	a->totals.recorded += recorded;
-	a->totals.dropped += drops_of(dw.stats);
-	a->totals.events_lost += dw.stats[STAT_EVENTS_LOST];
-	a->totals.unaccounted += unaccounted > 0 ? (uint64_t)unaccounted : 0;
+	account(a, &dw, &ws, rate, (double)(now_mono_ns() - t0) / 1e9);
 
 	if (ws.kernel_unnamed && now_mono_ns() - a->kallsyms_loaded_ns > KALLSYMS_RELOAD_NS)
 		load_kallsyms(a); /* modules loaded since */
@@ -449,6 +485,7 @@ cleanup:
 	}
 	if (sampler__refresh_cpus(a->sampler) > 0)
 		pr_info("CPUs came online: now sampling %u CPUs", sampler__nr_cpus(a->sampler));
+	publish(a);
 	pr_debug("window %" PRIu64 " handled in %" PRIu64 " ms", seq,
 		 (now_mono_ns() - t0) / NSEC_PER_MSEC);
 	return err;
@@ -508,19 +545,21 @@ int main(int argc, char **argv)
 	int err, ret = 1;
 
 	config_init(&cfg);
-	if (config_parse_args(&cfg, argc, argv, stderr)) {
+	if (config_load(&cfg, argc, argv, environ, stderr)) {
 		fputc('\n', stderr);
 		config_usage(stderr);
 		config_fini(&cfg);
 		return 2;
 	}
-	if (cfg.show_help) {
-		config_usage(stdout);
-		config_fini(&cfg);
-		return 0;
-	}
-	if (cfg.show_version) {
-		printf("ignis %s\n", IGNIS_VERSION);
+	if (cfg.show_help || cfg.show_version || cfg.print_config || cfg.print_reference) {
+		if (cfg.show_help)
+			config_usage(stdout);
+		else if (cfg.show_version)
+			printf("ignis %s\n", IGNIS_VERSION);
+		else if (cfg.print_config)
+			config_print(&cfg, stdout);
+		else
+			config_reference(stdout);
 		config_fini(&cfg);
 		return 0;
 	}
@@ -603,6 +642,15 @@ int main(int argc, char **argv)
 		       cfg.output_dir, strerror(errno));
 		goto cleanup;
 	}
+	a.snap.interval_ns = (uint64_t)cfg.interval_sec * NSEC_PER_SEC;
+	a.snap.last_drain_ns = now_mono_ns();
+	if (cfg.metrics_address) {
+		a.metrics = metrics__new(cfg.metrics_address, IGNIS_VERSION);
+		if (!a.metrics)
+			goto cleanup;
+		publish(&a);
+		pr_info("metrics on http://%s/metrics, health on /healthz", cfg.metrics_address);
+	}
 	pr_info("profiling %u CPUs at %u Hz%s; a profile every %u s into %s",
 		sampler__nr_cpus(a.sampler), cfg.frequency_hz,
 		cfg.nr_pids ? " (selected processes)" : "", cfg.interval_sec, cfg.output_dir);
@@ -613,6 +661,7 @@ int main(int argc, char **argv)
 	ret = err ? 1 : 0;
 	log_summary(&a);
 cleanup:
+	metrics__free(a.metrics);
 	sampler__free(a.sampler);
 	file_sink__free(a.sink);
 	window_builder__free(a.builder);

@@ -8,17 +8,6 @@
 
 #include "options.h"
 
-typedef int (*option_parse_fn)(struct agent_config *cfg, const char *arg, char *why, size_t len);
-
-struct option_desc {
-	const char *name; /* long option, without dashes */
-	char short_name;  /* one-letter alias, or 0 */
-	const char *arg;  /* metavariable, NULL for a flag */
-	const char *help;
-	const char *def; /* default shown in the usage, or NULL */
-	option_parse_fn parse;
-};
-
 /* Parse an unsigned decimal in [min, max]. */
 static int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
@@ -33,6 +22,26 @@ static int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+/* true/false, yes/no, on/off, 1/0 (YAML 1.1 and environment habits). */
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(yes); i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 struct unit {
@@ -97,6 +106,27 @@ int parse_duration(const char *s, uint64_t *seconds)
 
 #define WHY(...) (snprintf(why, len, __VA_ARGS__), -EINVAL)
 
+static int set_string(char **field, const char *value, char *why, size_t len)
+{
+	char *copy = strdup(value);
+
+	if (!copy)
+		return WHY("out of memory");
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+static int set_flag(bool *field, bool invert, const char *value, char *why, size_t len)
+{
+	bool v;
+
+	if (parse_bool(value, &v))
+		return WHY("must be true or false");
+	*field = invert ? !v : v;
+	return 0;
+}
+
 static int opt_frequency(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	uint64_t v;
@@ -129,16 +159,9 @@ static int opt_duration(struct agent_config *cfg, const char *arg, char *why, si
 
 static int opt_output_dir(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	char *dir;
-
 	if (!*arg)
 		return WHY("must name a folder");
-	dir = strdup(arg);
-	if (!dir)
-		return WHY("out of memory");
-	free(cfg->output_dir);
-	cfg->output_dir = dir;
-	return 0;
+	return set_string(&cfg->output_dir, arg, why, len);
 }
 
 static int opt_output_max_bytes(struct agent_config *cfg, const char *arg, char *why, size_t len)
@@ -180,9 +203,7 @@ static int opt_pid(struct agent_config *cfg, const char *arg, char *why, size_t 
 
 static int opt_no_kernel(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	(void)arg, (void)why, (void)len;
-	cfg->kernel_stacks = false;
-	return 0;
+	return set_flag(&cfg->kernel_stacks, true, arg, why, len);
 }
 
 static int opt_top(struct agent_config *cfg, const char *arg, char *why, size_t len)
@@ -236,52 +257,186 @@ static int opt_max_stacks(struct agent_config *cfg, const char *arg, char *why, 
 
 static int opt_skip_walk(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	(void)arg, (void)why, (void)len;
-	cfg->skip_walk = true;
-	return 0;
+	return set_flag(&cfg->skip_walk, false, arg, why, len);
 }
 
 static int opt_version(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	(void)arg, (void)why, (void)len;
-	cfg->show_version = true;
-	return 0;
+	return set_flag(&cfg->show_version, false, arg, why, len);
 }
 
 static int opt_help(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	(void)arg, (void)why, (void)len;
-	cfg->show_help = true;
+	return set_flag(&cfg->show_help, false, arg, why, len);
+}
+
+static int opt_print_config(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return set_flag(&cfg->print_config, false, arg, why, len);
+}
+
+static int opt_print_reference(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return set_flag(&cfg->print_reference, false, arg, why, len);
+}
+
+static int opt_config(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!*arg)
+		return WHY("must name a YAML file");
+	return set_string(&cfg->config_file, arg, why, len);
+}
+
+/* HOST:PORT, [IPV6]:PORT or :PORT (every address). */
+static int opt_metrics_address(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	const char *colon = strrchr(arg, ':');
+	uint64_t port;
+
+	if (!colon || parse_uint(colon + 1, 1, 65535, &port) ||
+	    (arg[0] == '[' && (colon == arg || colon[-1] != ']')))
+		return WHY("must be HOST:PORT, [IPV6]:PORT or :PORT (e.g. 127.0.0.1:9400)");
+	return set_string(&cfg->metrics_address, arg, why, len);
+}
+
+static int opt_node_name(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!*arg || strlen(arg) > 253)
+		return WHY("must be a host name of 1 to 253 characters");
+	return set_string(&cfg->node_name, arg, why, len);
+}
+
+static int opt_kubernetes(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return set_flag(&cfg->kubernetes, false, arg, why, len);
+}
+
+static int opt_kubernetes_api_url(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7))
+		return WHY("must be an http:// or https:// URL");
+	return set_string(&cfg->kubernetes_api_url, arg, why, len);
+}
+
+static int opt_kubernetes_token_file(struct agent_config *cfg, const char *arg, char *why,
+				     size_t len)
+{
+	return set_string(&cfg->kubernetes_token_file, arg, why, len);
+}
+
+static int opt_kubernetes_ca_file(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return set_string(&cfg->kubernetes_ca_file, arg, why, len);
+}
+
+static int opt_kubernetes_pod_label(struct agent_config *cfg, const char *arg, char *why,
+				    size_t len)
+{
+	char **list, *copy;
+
+	/* Kubernetes label keys: [prefix/]name, name <= 63 of [A-Za-z0-9._-]. */
+	if (!*arg || strlen(arg) > 316 ||
+	    strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+			"qrstuvwxyz0123456789._-/") != strlen(arg))
+		return WHY("must be a pod label key such as app.kubernetes.io/name");
+	if (cfg->nr_kubernetes_pod_labels >= 16)
+		return WHY("is given too often (at most 16 labels)");
+	copy = strdup(arg);
+	list = copy ? reallocarray(cfg->kubernetes_pod_labels, cfg->nr_kubernetes_pod_labels + 1,
+				   sizeof(*list)) :
+		      NULL;
+	if (!list) {
+		free(copy);
+		return WHY("out of memory");
+	}
+	list[cfg->nr_kubernetes_pod_labels++] = copy;
+	cfg->kubernetes_pod_labels = list;
 	return 0;
 }
 
+#define SA "/var/run/secrets/kubernetes.io/serviceaccount"
+
 static const struct option_desc options[] = {
-	{ "frequency", 0, "HZ", "samples per second on each CPU", "100", opt_frequency },
-	{ "interval", 0, "SECONDS", "window length: one profile per window", "10", opt_interval },
-	{ "duration", 0, "SECONDS", "stop after this long (0: run until SIGINT/SIGTERM)", "0",
-	  opt_duration },
+	{ "config", 'c', "FILE", "read settings from this YAML file (IGNIS_CONFIG)", NULL,
+	  OPT_CLI_ONLY, NULL, opt_config },
+	{ "frequency", 0, "HZ", "samples per second on each CPU", "100", 0, NULL, opt_frequency },
+	{ "interval", 0, "SECONDS", "window length: one profile per window", "10", 0, NULL,
+	  opt_interval },
+	{ "duration", 0, "SECONDS", "stop after this long (0: run until SIGINT/SIGTERM)", "0", 0,
+	  NULL, opt_duration },
 	{ "output-dir", 0, "DIR", "write one pprof (.pb.gz) per window into DIR",
-	  DEFAULT_OUTPUT_DIR, opt_output_dir },
+	  DEFAULT_OUTPUT_DIR, 0, NULL, opt_output_dir },
 	{ "output-max-bytes", 0, "SIZE", "remove the oldest profiles beyond this total size",
-	  "256MiB", opt_output_max_bytes },
-	{ "output-max-age", 0, "DURATION", "remove profiles older than this", "72h",
+	  "256MiB", 0, NULL, opt_output_max_bytes },
+	{ "output-max-age", 0, "DURATION", "remove profiles older than this", "72h", 0, NULL,
 	  opt_output_max_age },
-	{ "pid", 0, "PID", "profile only this process (repeatable)", NULL, opt_pid },
+	{ "pid", 0, "PID", "profile only this process (repeatable)", NULL, OPT_REPEATABLE, NULL,
+	  opt_pid },
 	{ "no-kernel", 0, NULL, "record user stacks only (kernel threads are not profiled)", NULL,
-	  opt_no_kernel },
-	{ "top", 0, "N", "after each window print the N hottest functions", "0", opt_top },
-	{ "log-level", 0, "LEVEL", "error, warn, info or debug", "info", opt_log_level },
+	  OPT_FLAG, NULL, opt_no_kernel },
+	{ "top", 0, "N", "after each window print the N hottest functions", "0", 0, NULL, opt_top },
+	{ "log-level", 0, "LEVEL", "error, warn, info or debug", "info", 0, NULL, opt_log_level },
 	{ "event", 0, "EVENT", "cpu-clock (software, works everywhere) or cycles (hardware)",
-	  "cpu-clock", opt_event },
-	{ "symbol-cache-size", 0, "SIZE", "memory budget for cached symbol tables", "64MiB",
-	  opt_symbol_cache },
+	  "cpu-clock", 0, NULL, opt_event },
+	{ "symbol-cache-size", 0, "SIZE", "memory budget for cached symbol tables", "64MiB", 0,
+	  NULL, opt_symbol_cache },
 	{ "max-stacks", 0, "N", "stacks per window in the BPF maps (0: sized automatically)", "0",
-	  opt_max_stacks },
+	  0, NULL, opt_max_stacks },
+	{ "metrics-address", 0, "HOST:PORT",
+	  "serve Prometheus metrics on /metrics and health on /healthz here", NULL, 0, NULL,
+	  opt_metrics_address },
+	{ "node-name", 0, "NAME", "this host's name in labels (NODE_NAME)", "the host name", 0,
+	  "NODE_NAME", opt_node_name },
+	{ "kubernetes", 0, NULL, "name pods and containers from the Kubernetes API server", NULL,
+	  OPT_FLAG, NULL, opt_kubernetes },
+	{ "kubernetes-api-url", 0, "URL", "the API server",
+	  "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT", 0, NULL,
+	  opt_kubernetes_api_url },
+	{ "kubernetes-token-file", 0, "FILE", "bearer token for the API server", SA "/token", 0,
+	  NULL, opt_kubernetes_token_file },
+	{ "kubernetes-ca-file", 0, "FILE", "CA certificates of the API server", SA "/ca.crt", 0,
+	  NULL, opt_kubernetes_ca_file },
+	{ "kubernetes-pod-label", 0, "KEY", "copy this pod label into profiles (repeatable)", NULL,
+	  OPT_REPEATABLE, NULL, opt_kubernetes_pod_label },
 	{ "bench-skip-walk", 0, NULL, "benchmarks only: sample without walking stacks", NULL,
-	  opt_skip_walk },
-	{ "version", 'V', NULL, "print the version and exit", NULL, opt_version },
-	{ "help", 'h', NULL, "print this help and exit", NULL, opt_help },
+	  OPT_FLAG | OPT_HIDDEN, NULL, opt_skip_walk },
+	{ "print-config", 0, NULL, "print the effective configuration and exit", NULL,
+	  OPT_FLAG | OPT_CLI_ONLY, NULL, opt_print_config },
+	{ "print-reference", 0, NULL, "print the configuration reference (markdown) and exit", NULL,
+	  OPT_FLAG | OPT_CLI_ONLY | OPT_HIDDEN, NULL, opt_print_reference },
+	{ "version", 'V', NULL, "print the version and exit", NULL, OPT_FLAG | OPT_CLI_ONLY, NULL,
+	  opt_version },
+	{ "help", 'h', NULL, "print this help and exit", NULL, OPT_FLAG | OPT_CLI_ONLY, NULL,
+	  opt_help },
 };
+
+const struct option_desc *option_table(size_t *nr)
+{
+	*nr = ARRAY_SIZE(options);
+	return options;
+}
+
+const struct option_desc *option_find(const char *name)
+{
+	size_t i, j;
+
+	for (i = 0; i < ARRAY_SIZE(options); i++) {
+		const char *n = options[i].name;
+
+		for (j = 0; n[j] && name[j]; j++)
+			if (name[j] != n[j] && !(n[j] == '-' && name[j] == '_'))
+				break;
+		if (!n[j] && !name[j])
+			return &options[i];
+	}
+	return NULL;
+}
+
+int option_apply(struct agent_config *cfg, const struct option_desc *o, const char *value,
+		 char *why, size_t len)
+{
+	return o->parse(cfg, value, why, len);
+}
 
 void config_init(struct agent_config *cfg)
 {
@@ -298,8 +453,20 @@ void config_init(struct agent_config *cfg)
 
 void config_fini(struct agent_config *cfg)
 {
+	size_t i;
+
 	free(cfg->output_dir);
 	free(cfg->pids);
+	free(cfg->metrics_address);
+	free(cfg->node_name);
+	free(cfg->kubernetes_api_url);
+	free(cfg->kubernetes_token_file);
+	free(cfg->kubernetes_ca_file);
+	for (i = 0; i < cfg->nr_kubernetes_pod_labels; i++)
+		free(cfg->kubernetes_pod_labels[i]);
+	free(cfg->kubernetes_pod_labels);
+	free(cfg->config_file);
+	config_trace_free(cfg->trace);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -313,6 +480,8 @@ void config_usage(FILE *out)
 		const struct option_desc *o = &options[i];
 		char left[64];
 
+		if (o->flags & (OPT_HIDDEN | OPT_SECRET))
+			continue;
 		if (o->short_name)
 			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
 				 o->arg ? " " : "", o->arg ? o->arg : "");
@@ -324,69 +493,7 @@ void config_usage(FILE *out)
 			fprintf(out, " (default: %s)", o->def);
 		fputc('\n', out);
 	}
-}
-
-int config_parse_args(struct agent_config *cfg, int argc, char **argv, FILE *err)
-{
-	struct option longopts[ARRAY_SIZE(options) + 1];
-	char shortopts[2 * ARRAY_SIZE(options) + 3] = "+:", *sp = shortopts + 2;
-	const struct option_desc *o;
-	char why[256];
-	size_t i;
-	int c;
-
-	/* getopt_long returns 256 + the option's index, or the letter of a short option. */
-	for (i = 0; i < ARRAY_SIZE(options); i++) {
-		longopts[i] = (struct option){
-			.name = options[i].name,
-			.has_arg = options[i].arg ? required_argument : no_argument,
-			.flag = NULL,
-			.val = 256 + (int)i,
-		};
-	}
-	memset(&longopts[i], 0, sizeof(longopts[i]));
-	for (i = 0; i < ARRAY_SIZE(options); i++) {
-		if (!options[i].short_name)
-			continue;
-		*sp++ = options[i].short_name;
-		if (options[i].arg)
-			*sp++ = ':';
-	}
-	*sp = '\0';
-
-	opterr = 0;
-	optind = 1;
-	/* "+": stop at the first non-option; ":": report a missing value as ':'. */
-	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		if (c == ':') {
-			fprintf(err, "ignis: %s: missing value\n", argv[optind - 1]);
-			return -EINVAL;
-		}
-		if (c == '?') {
-			if (optopt >= 256)
-				fprintf(err, "ignis: --%s takes no value\n",
-					options[optopt - 256].name);
-			else if (optopt)
-				fprintf(err, "ignis: -%c: unknown option\n", optopt);
-			else
-				fprintf(err, "ignis: %s: unknown option\n", argv[optind - 1]);
-			return -EINVAL;
-		}
-		if (c < 256) {
-			for (i = 0; i < ARRAY_SIZE(options) && options[i].short_name != c; i++)
-				;
-			c = 256 + (int)i;
-		}
-		o = &options[c - 256];
-		why[0] = '\0';
-		if (o->parse(cfg, optarg, why, sizeof(why))) {
-			fprintf(err, "ignis: --%s %s: %s\n", o->name, optarg ? optarg : "", why);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		fprintf(err, "ignis: %s: unexpected argument\n", argv[optind]);
-		return -EINVAL;
-	}
-	return 0;
+	fprintf(out, "\nEvery setting but the actions can also come from the environment "
+		     "(--foo-bar: IGNIS_FOO_BAR)\nand from the --config file (foo_bar: ...); flags "
+		     "win over the environment,\nwhich wins over the file.\n");
 }

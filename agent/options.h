@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The agent's configuration and its command-line options, described by one table
- * (options.c) from which parsing and the usage text are made.
+ * The agent's configuration and the one table that describes every setting (options.c):
+ * its command-line form, its environment variable and YAML key (config.c), its help and
+ * default, and the parser that checks a value and stores it. The usage text, the README's
+ * configuration reference and --print-config are all made from this table.
+ *
+ * Names: --foo-bar on the command line, IGNIS_FOO_BAR in the environment, foo_bar in the
+ * configuration file.
  */
 #ifndef IGNIS_OPTIONS_H
 #define IGNIS_OPTIONS_H
@@ -29,26 +34,88 @@ struct agent_config {
 	enum log_level log_level;
 	enum sampler_event event;
 	uint64_t symbol_cache_bytes;
-	uint32_t max_stacks; /* stacks per generation, 0: sized from CPUs and Hz */
-	bool skip_walk;	     /* benchmark only: sample without walking stacks */
+	uint32_t max_stacks;   /* stacks per generation, 0: sized from CPUs and Hz */
+	char *metrics_address; /* HOST:PORT of the Prometheus endpoint, NULL: off */
+	char *node_name;       /* this host's name in labels (NODE_NAME), NULL: hostname */
+	bool kubernetes;       /* name pods and containers from the API server */
+	char *kubernetes_api_url;
+	char *kubernetes_token_file;
+	char *kubernetes_ca_file;
+	char **kubernetes_pod_labels; /* pod labels copied to profiles */
+	size_t nr_kubernetes_pod_labels;
+	char *config_file; /* where file settings came from, NULL: none */
+	bool skip_walk;	   /* benchmark only: sample without walking stacks */
 	bool show_version;
 	bool show_help;
+	bool print_config;
+	bool print_reference;	    /* the README's configuration reference, markdown */
+	struct config_trace *trace; /* where each setting came from (config.c) */
 };
 
 #define DEFAULT_OUTPUT_DIR "./ignis-profiles"
+
+enum option_flags {
+	OPT_FLAG = 1 << 0,	 /* boolean: no value on the command line */
+	OPT_REPEATABLE = 1 << 1, /* many values: repeated flag, YAML list, comma-separated env */
+	OPT_SECRET = 1 << 2,	 /* no command-line form (argv is public); redacted in output */
+	OPT_CLI_ONLY = 1 << 3,	 /* an action or --config: not from the environment or file */
+	OPT_HIDDEN = 1 << 4,	 /* a benchmark or test aid: not documented */
+};
+
+typedef int (*option_parse_fn)(struct agent_config *cfg, const char *value, char *why, size_t len);
+
+struct option_desc {
+	const char *name; /* long option, without dashes */
+	char short_name;  /* one-letter alias, or 0 */
+	const char *arg;  /* metavariable; NULL for OPT_FLAG */
+	const char *help;
+	const char *def;       /* default as shown to users, or NULL */
+	unsigned int flags;    /* OPT_* */
+	const char *env_alias; /* a third-party variable for it (NODE_NAME), or NULL */
+	option_parse_fn parse; /* booleans get "true" or "false" */
+};
+
+/* The table, nr entries. */
+const struct option_desc *option_table(size_t *nr);
+
+/* The option with this long name ("foo-bar") or file key ("foo_bar"), or NULL. */
+const struct option_desc *option_find(const char *name);
+
+/*
+ * Check value and store it in cfg. Boolean values may be true/false, yes/no, on/off, 1/0.
+ * On a bad value writes what is allowed into why and returns -EINVAL.
+ */
+int option_apply(struct agent_config *cfg, const struct option_desc *o, const char *value,
+		 char *why, size_t len) __must_check;
+
+struct config_trace;
+void config_trace_free(struct config_trace *t);
 
 /* Fill cfg with the defaults. */
 void config_init(struct agent_config *cfg);
 void config_fini(struct agent_config *cfg);
 
 /*
- * Parse argv into cfg. On a bad option writes one line saying what is wrong to err and
- * returns -EINVAL.
+ * Load the configuration: defaults, then the file (--config, or IGNIS_CONFIG), then the
+ * environment (IGNIS_*, NODE_NAME ...), then argv, each overriding the one before; a
+ * repeatable setting takes all its values from the strongest source that has it. On an
+ * error writes one line naming the setting, where it came from (file and line, variable,
+ * flag) and what is allowed to err, and returns -EINVAL.
  */
+int config_load(struct agent_config *cfg, int argc, char **argv, char **envp,
+		FILE *err) __must_check;
+
+/* Parse argv only (for tests and tools). As config_load() without file and environment. */
 int config_parse_args(struct agent_config *cfg, int argc, char **argv, FILE *err) __must_check;
 
 /* The usage text, from the option table. */
 void config_usage(FILE *out);
+
+/* The effective configuration as YAML, each value with its origin; secrets redacted. */
+void config_print(const struct agent_config *cfg, FILE *out);
+
+/* The configuration reference (markdown) that the README carries. */
+void config_reference(FILE *out);
 
 /* Value parsers, exposed for tests: sizes ("64MiB", "1G", "4096"), durations ("90s", "3h",
  * "7d", "60"). Return 0 or -EINVAL. */

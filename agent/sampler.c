@@ -30,6 +30,8 @@
 struct cpu_event {
 	int pfd; /* perf event fd, owned by link once attached */
 	struct bpf_link *link;
+	__u32 link_id;	     /* the kernel's id of the link, to notice it going */
+	bool gone;	     /* the link's descriptor no longer names it */
 	uint64_t last_fired; /* count / period at the previous sampler__events_fired() */
 };
 
@@ -42,6 +44,7 @@ struct sampler {
 	struct cpu_event *cpus; /* indexed by CPU number, nr_possible entries */
 	int nr_possible;
 	unsigned int nr_attached;
+	unsigned int nr_gone;
 	uint64_t period_ns; /* cpu-clock period, 0 for the hardware event */
 	uint32_t max_stacks;
 	uint32_t max_samples;
@@ -280,6 +283,17 @@ err_out:
 	return NULL;
 }
 
+static __u32 link_id(const struct bpf_link *link)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_link__fd(link), &info, &len))
+		return 0;
+	return info.id;
+}
+
 static int open_cpu_event(struct sampler *s, int cpu)
 {
 	struct perf_event_attr attr = {
@@ -309,6 +323,8 @@ static int open_cpu_event(struct sampler *s, int cpu)
 	}
 	ce->pfd = pfd;
 	ce->last_fired = 0;
+	ce->gone = false;
+	ce->link_id = link_id(ce->link);
 	s->nr_attached++;
 	return 0;
 }
@@ -317,7 +333,9 @@ static void close_cpu_event(struct sampler *s, int cpu)
 {
 	struct cpu_event *ce = &s->cpus[cpu];
 
-	if (!ce->link)
+	/* A link whose descriptor someone closed under us is not ours to close again: the
+	 * number may name another file now. */
+	if (!ce->link || ce->gone)
 		return;
 	bpf_link__destroy(ce->link); /* closes pfd */
 	ce->link = NULL;
@@ -360,7 +378,7 @@ int sampler__refresh_cpus(struct sampler *s)
 			continue;
 		}
 		if (s->cpus[cpu].link)
-			continue;
+			continue; /* also when gone: reported unhealthy, not reopened */
 		err = open_cpu_event(s, cpu);
 		if (err == -ENODEV || err == -ENXIO)
 			continue; /* went offline meanwhile */
@@ -405,6 +423,29 @@ int sampler__attach(struct sampler *s)
 unsigned int sampler__nr_cpus(const struct sampler *s)
 {
 	return s->nr_attached;
+}
+
+int sampler__check_links(struct sampler *s)
+{
+	int cpu, gone = 0;
+
+	for (cpu = 0; cpu < s->nr_possible; cpu++) {
+		struct cpu_event *ce = &s->cpus[cpu];
+
+		if (!ce->link || ce->gone)
+			continue;
+		if (!ce->link_id || link_id(ce->link) != ce->link_id) {
+			pr_err("CPU %d: the sampler's BPF link is gone (descriptor closed from "
+			       "outside?); that CPU is no longer sampled",
+			       cpu);
+			ce->gone = true;
+			s->nr_attached--;
+			s->nr_gone++;
+		}
+	}
+	for (cpu = 0; cpu < s->nr_possible; cpu++)
+		gone += s->cpus[cpu].gone;
+	return gone;
 }
 
 void sampler__free(struct sampler *s)
@@ -488,7 +529,7 @@ uint64_t sampler__events_fired(struct sampler *s)
 	for (cpu = 0; cpu < s->nr_possible; cpu++) {
 		struct cpu_event *ce = &s->cpus[cpu];
 
-		if (!ce->link || read(ce->pfd, &count, sizeof(count)) != sizeof(count))
+		if (!ce->link || ce->gone || read(ce->pfd, &count, sizeof(count)) != sizeof(count))
 			continue;
 		fired = count / s->period_ns;
 		total += fired - ce->last_fired;

@@ -60,6 +60,12 @@ int sampler__refresh_cpus(struct sampler *s);
 unsigned int sampler__nr_cpus(const struct sampler *s);
 
 /*
+ * Check that every CPU's BPF link still exists (its descriptor could have been closed from
+ * outside, e.g. by a debugger). Logs each that went, and returns how many are gone.
+ */
+int sampler__check_links(struct sampler *s);
+
+/*
  * Switch the generation the programs write and wait until no program still writes the old
  * one (an RCU grace period). Sets *idle to the generation now safe to read. Returns 0 or
  * -errno.

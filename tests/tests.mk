@@ -101,7 +101,7 @@ unit_deps_test_kallsyms := libsymbolizer.a
 unit_deps_test_hashmap := agent/hashmap.o
 unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
 			  agent/profile.pb-c.o agent/top.o
-unit_deps_test_options := agent/options.o agent/log.o
+unit_deps_test_options := agent/options.o agent/config.o agent/log.o agent/util.o
 unit_deps_test_procfs := agent/procfs.o agent/util.o
 unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o \
 			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o \

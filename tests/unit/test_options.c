@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <unistd.h>
 
 #include "unit.h"
 
@@ -123,12 +124,170 @@ static void test_sizes_and_durations(void **state)
 	assert_int_equal(parse_duration("-1s", &v), -EINVAL);
 }
 
+/* ---- Sources and precedence ---------------------------------------------------------- */
+
+static char *write_yaml(const char *text)
+{
+	static char path[64];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/ignis-config-XXXXXX.yaml");
+	fd = mkstemps(path, 5);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static int load(struct agent_config *cfg, const char *args, char **envp, char *err, size_t size)
+{
+	char copy[512], *argv[32], *tok, *save = NULL;
+	int argc = 0, ret;
+	FILE *f = fmemopen(err, size, "w");
+
+	snprintf(copy, sizeof(copy), "ignis %s", args);
+	for (tok = strtok_r(copy, " ", &save); tok && argc < 31; tok = strtok_r(NULL, " ", &save))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	config_init(cfg);
+	ret = config_load(cfg, argc, argv, envp, f);
+	fclose(f);
+	return ret;
+}
+
+static void test_precedence(void **state)
+{
+	char *path = write_yaml("# the file\nfrequency: 250\ninterval: 30\npid: [1, 2]\n"
+				"no_kernel: yes\noutput_dir: /from/file\ntop: 3\n");
+	char cfg_env[128], err[256] = "", *out = NULL;
+	char *envp[] = { cfg_env, "IGNIS_INTERVAL=20", "IGNIS_PID=7,8,9", "IGNIS_TOP=4",
+			 "NODE_NAME=node-a", "UNRELATED=1", NULL };
+	struct agent_config cfg;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	snprintf(cfg_env, sizeof(cfg_env), "IGNIS_CONFIG=%s", path);
+	assert_int_equal(load(&cfg, "--top 5 --pid 42", envp, err, sizeof(err)), 0);
+	assert_int_equal(cfg.frequency_hz, 250);	/* file */
+	assert_int_equal(cfg.interval_sec, 20);		/* environment over file */
+	assert_int_equal(cfg.top, 5);			/* flag over environment */
+	assert_int_equal(cfg.nr_pids, 1);		/* a list comes whole from one source */
+	assert_int_equal(cfg.pids[0], 42);
+	assert_false(cfg.kernel_stacks);
+	assert_string_equal(cfg.output_dir, "/from/file");
+	assert_string_equal(cfg.node_name, "node-a");	/* third-party variable */
+	assert_string_equal(cfg.config_file, path);
+
+	/* --print-config says where each value came from. */
+	f = open_memstream(&out, &len);
+	config_print(&cfg, f);
+	fclose(f);
+	assert_non_null(strstr(out, "frequency: \"250\"  # "));
+	assert_non_null(strstr(out, ":2: frequency\n"));
+	assert_non_null(strstr(out, "interval: \"20\"  # environment IGNIS_INTERVAL\n"));
+	assert_non_null(strstr(out, "top: \"5\"  # --top\n"));
+	assert_non_null(strstr(out, "pid: [\"42\"]  # --pid\n"));
+	assert_non_null(strstr(out, "node_name: \"node-a\"  # environment NODE_NAME\n"));
+	assert_non_null(strstr(out, "# duration: 0  (default)\n"));
+	free(out);
+	config_fini(&cfg);
+
+	/* Environment lists are comma-separated; IGNIS_ wins over the third-party name. */
+	envp[0] = "IGNIS_NODE_NAME=node-b";
+	assert_int_equal(load(&cfg, "", envp, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nr_pids, 3);
+	assert_int_equal(cfg.pids[2], 9);
+	assert_string_equal(cfg.node_name, "node-b");
+	config_fini(&cfg);
+	unlink(path);
+}
+
+static void test_config_errors(void **state)
+{
+	static const struct {
+		const char *yaml;	/* NULL: use env */
+		const char *env;
+		const char *message;
+	} bad[] = {
+		{ "frequency: 10\nbogus_key: 1\n", NULL, ":2: bogus_key: unknown setting" },
+		{ "output-dir: /x\n", NULL, ":1: output-dir: unknown setting" },
+		{ "frequency: [1, 2]\n", NULL, ":1: frequency: expected a single value, not a list" },
+		{ "frequency:\n", NULL, ":1: frequency: needs a value" },
+		{ "interval: 0\n", NULL, ":1: interval: 0: must be a duration" },
+		{ "frequency: 10\nfrequency: 20\n", NULL, ":2: frequency: given twice" },
+		{ "no_kernel: maybe\n", NULL, "no_kernel: maybe: must be true or false" },
+		{ "pid: {a: 1}\n", NULL, "pid: expected a value or a list, not a mapping" },
+		{ "- 1\n- 2\n", NULL, ":1: expected settings (key: value), not a list" },
+		{ "frequency: \"unterminated\n", NULL, "not valid YAML" },
+		{ "print_config: true\n", NULL, "print_config: unknown setting" },
+		{ "a: &x 1\nb: *x\n", NULL, "unknown setting" },
+		{ NULL, "IGNIS_FREQENCY=1", "environment IGNIS_FREQENCY: unknown setting" },
+		{ NULL, "IGNIS_FREQUENCY=fast", "environment IGNIS_FREQUENCY: fast: must be a whole" },
+		{ NULL, "IGNIS_PID=1,,2", "environment IGNIS_PID: empty item" },
+		{ NULL, "IGNIS_HELP=1", "environment IGNIS_HELP: --help is a command-line action only" },
+		{ NULL, "IGNIS_CONFIG=/nonexistent.yaml", "--config /nonexistent.yaml: cannot read it" },
+		{ NULL, "IGNIS_METRICS_ADDRESS=9400", "must be HOST:PORT" },
+	};
+	struct agent_config cfg;
+	char err[512], *envp[2];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char args[128] = "", *path = NULL;
+
+		envp[0] = NULL;
+		envp[1] = NULL;
+		if (bad[i].yaml) {
+			path = write_yaml(bad[i].yaml);
+			snprintf(args, sizeof(args), "--config %s", path);
+		} else {
+			envp[0] = (char *)bad[i].env;
+		}
+		memset(err, 0, sizeof(err));
+		assert_int_equal(load(&cfg, args, envp, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, bad[i].message))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err, bad[i].message);
+		if (path) {
+			if (!strstr(err, path) && !strstr(bad[i].message, "YAML"))
+				fail_msg("case %zu: \"%s\" does not name the file", i, err);
+			unlink(path);
+		}
+		config_fini(&cfg);
+	}
+}
+
+static void test_reference_lists_every_setting(void **state)
+{
+	char *out = NULL;
+	size_t len = 0, nr, i;
+	const struct option_desc *t = option_table(&nr);
+	char needle[96];
+	FILE *f = open_memstream(&out, &len);
+
+	(void)state;
+	config_reference(f);
+	fclose(f);
+	for (i = 0; i < nr; i++) {
+		snprintf(needle, sizeof(needle), "`--%s", t[i].name);
+		if ((t[i].flags & OPT_HIDDEN) ? strstr(out, needle) != NULL : !strstr(out, needle))
+			fail_msg("reference and --%s disagree", t[i].name);
+	}
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_and_values),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_sizes_and_durations),
+		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_reference_lists_every_setting),
 	};
 
 	return cmocka_run_group_tests_name("options", tests, NULL, NULL);

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Self-metrics: a Prometheus text endpoint (/metrics) and a health check (/healthz) served by
+ * libmicrohttpd from its own thread. The main loop publishes a snapshot of its counters
+ * after every window; requests read the last snapshot under a lock and never touch the
+ * agent's own structures. The only file that sees libmicrohttpd.
+ *
+ * Exposition format: https://prometheus.io/docs/instrumenting/exposition_formats/ (text
+ * 0.0.4); names follow Prometheus conventions (ignis_ prefix, _total counters, base units).
+ */
+#ifndef IGNIS_METRICS_H
+#define IGNIS_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ignis.h"
+
+/* Drain-duration histogram bucket upper bounds, seconds. */
+#define METRICS_DRAIN_BUCKETS 11
+
+/* Upload error classes counted by the sinks (Prometheus label code="..."). */
+#define METRICS_UPLOAD_CODES 8
+
+/* Counters are totals since start; gauges are the last window's values. */
+struct metrics_snapshot {
+	/* Sampling (BPF counters). */
+	uint64_t samples;
+	uint64_t samples_idle;
+	uint64_t samples_filtered;
+	uint64_t samples_profiled;
+	uint64_t dropped_stacks_full;
+	uint64_t dropped_counts_full;
+	uint64_t dropped_no_generation;
+	uint64_t dropped_profile_cap;
+	uint64_t user_walk_errors;
+	uint64_t kernel_walk_errors;
+	uint64_t process_events_lost;
+	uint64_t stacks_truncated; /* samples */
+	uint64_t frames_unknown;
+	uint64_t samples_without_mappings;
+	double sampling_rate_hz;    /* last window, per CPU */
+	uint64_t unique_stacks;	    /* last window */
+	unsigned int cpus;	    /* CPUs with an attached event */
+	unsigned int cpus_detached; /* events whose BPF link disappeared */
+	uint64_t bpf_map_bytes;
+	/* Processes and symbols. */
+	uint64_t processes_tracked;
+	uint64_t captures;
+	uint64_t capture_errors;
+	uint64_t symbol_hits;
+	uint64_t symbol_misses;
+	uint64_t symbol_errors;
+	uint64_t symbol_cache_bytes;
+	uint64_t symbol_tables_loaded;
+	uint64_t symbol_tables_evicted;
+	/* Windows and sinks. */
+	uint64_t windows;
+	uint64_t profiles_written;
+	uint64_t profile_bytes_written;
+	uint64_t profile_write_errors;
+	uint64_t profiles_sent;
+	uint64_t profile_bytes_sent;
+	uint64_t upload_errors[METRICS_UPLOAD_CODES]; /* by class, see metrics.c */
+	uint64_t profiles_dropped;		      /* sink queue/spool overflow, too old */
+	uint64_t queue_profiles;
+	uint64_t queue_bytes;
+	uint64_t spool_bytes;
+	uint64_t drain_buckets[METRICS_DRAIN_BUCKETS]; /* cumulative counts per bucket */
+	uint64_t drain_count;
+	double drain_seconds_sum;
+	uint64_t last_drain_ns; /* CLOCK_MONOTONIC of the last finished drain */
+	uint64_t interval_ns;	/* the window length */
+};
+
+/* Upload error classes (index into upload_errors). */
+enum metrics_upload_code {
+	UPLOAD_ERR_NETWORK = 0, /* connection refused, DNS, TLS, timeout */
+	UPLOAD_ERR_4XX,		/* other client errors: not retried */
+	UPLOAD_ERR_400,
+	UPLOAD_ERR_401,
+	UPLOAD_ERR_408,
+	UPLOAD_ERR_413,
+	UPLOAD_ERR_429,
+	UPLOAD_ERR_5XX,
+};
+
+struct metrics;
+
+/*
+ * Serve /metrics and /healthz on address ("HOST:PORT", "[IPV6]:PORT", ":PORT"). Returns NULL
+ * with errno set (EADDRINUSE, EACCES, EINVAL for an address that does not resolve) after
+ * logging why.
+ */
+struct metrics *metrics__new(const char *address, const char *version);
+void metrics__free(struct metrics *m);
+
+/* Publish the main loop's figures (copied). */
+void metrics__publish(struct metrics *m, const struct metrics_snapshot *snap);
+
+/* Record one drain's duration into the snapshot's histogram, seconds. */
+void metrics_observe_drain(struct metrics_snapshot *snap, double seconds);
+
+/*
+ * Healthy: BPF attached on at least one CPU, no event lost its link, and the last drain
+ * finished within three window lengths plus 10 s. Returns true or false and says why in
+ * reason (size bytes).
+ */
+bool metrics_healthy(const struct metrics_snapshot *snap, uint64_t now_ns, char *reason,
+		     size_t size);
+
+/*
+ * Write the Prometheus text of snap, plus the process's own CPU, memory and descriptors, into
+ * a malloc'd buffer (*out, the caller frees). Returns its length or -ENOMEM.
+ */
+long metrics_format(const struct metrics_snapshot *snap, const char *version,
+		    char **out) __must_check;
+
+#endif /* IGNIS_METRICS_H */

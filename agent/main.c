@@ -17,11 +17,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <linux/types.h>
 
 #include "../bpf/profiler.h"
 #include "../symbolizer/symbolizer.h"
 #include "drain.h"
+#include "kubernetes.h"
 #include "log.h"
 #include "metrics.h"
 #include "options.h"
@@ -74,6 +76,7 @@ struct agent {
 	uint64_t window_start_mono;
 	uint64_t summary_ns;	      /* CLOCK_MONOTONIC of the last summary */
 	struct metrics *metrics;      /* NULL without --metrics-address */
+	struct kube *kube;	      /* NULL without --kubernetes */
 	struct metrics_snapshot snap; /* totals since start, published after each window */
 };
 
@@ -92,6 +95,50 @@ static int on_proc_event(void *ctx, const struct ignis_proc_event *ev)
 
 	if (err && err != -ESRCH && err != -ENOENT)
 		pr_debug("pid %u: event %u: %s", ev->tgid, ev->type, strerror(-err));
+	return 0;
+}
+
+#define SERVICE_ACCOUNT "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* The API server to use with --kubernetes: the flag, else the in-cluster service. Returns a
+ * malloc'd URL, or NULL after saying what is missing. */
+static char *kubernetes_url(const struct agent_config *cfg)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	char *url = NULL;
+
+	if (cfg->kubernetes_api_url)
+		return strdup(cfg->kubernetes_api_url);
+	if (!host || !port) {
+		fprintf(stderr, "ignis: --kubernetes: no API server: not in a pod "
+				"(KUBERNETES_SERVICE_HOST unset); give --kubernetes-api-url\n");
+		return NULL;
+	}
+	if (asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port) < 0)
+		return NULL;
+	return url;
+}
+
+static int start_kubernetes(struct agent *a, const struct agent_config *cfg, const char *url)
+{
+	struct kube_opts ko = {
+		.token_file = cfg->kubernetes_token_file ? cfg->kubernetes_token_file :
+							   SERVICE_ACCOUNT "/token",
+		.ca_file = cfg->kubernetes_ca_file ? cfg->kubernetes_ca_file :
+						     SERVICE_ACCOUNT "/ca.crt",
+		.node_name = cfg->node_name,
+		.pod_labels = cfg->kubernetes_pod_labels,
+		.nr_pod_labels = cfg->nr_kubernetes_pod_labels,
+	};
+
+	ko.api_url = url;
+	a->kube = kube__new(&ko);
+	if (!a->kube) {
+		pr_err("cannot start the Kubernetes client: %s", strerror(errno));
+		return -errno;
+	}
+	pr_info("naming pods of node %s from the Kubernetes API", cfg->node_name);
 	return 0;
 }
 
@@ -542,6 +589,7 @@ int main(int argc, char **argv)
 	struct sampler_opts sopts = { 0 };
 	struct window_builder_opts wo = { 0 };
 	struct file_sink_opts fo = { 0 };
+	char *kube_url = NULL;
 	int err, ret = 1;
 
 	config_init(&cfg);
@@ -564,9 +612,23 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_max_level = cfg.log_level;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (check_pids(&cfg)) {
 		config_fini(&cfg);
 		return 2;
+	}
+	if (cfg.kubernetes) {
+		if (!cfg.node_name) {
+			fprintf(stderr, "ignis: --kubernetes needs this node's name: set NODE_NAME "
+					"(from the downward API's spec.nodeName) or --node-name\n");
+			config_fini(&cfg);
+			return 2;
+		}
+		kube_url = kubernetes_url(&cfg);
+		if (!kube_url) {
+			config_fini(&cfg);
+			return 2;
+		}
 	}
 	if (!cfg.output_dir) {
 		cfg.output_dir = strdup(DEFAULT_OUTPUT_DIR);
@@ -626,6 +688,9 @@ int main(int argc, char **argv)
 	wo.symbolizer = a.symbolizer;
 	wo.kernel_symbols = a.kernel_symbols;
 	wo.kernel_build_id = a.kernel_build_id[0] ? a.kernel_build_id : NULL;
+	if (kube_url && start_kubernetes(&a, &cfg, kube_url))
+		goto cleanup;
+	wo.kube = a.kube;
 	a.builder = window_builder__new(&wo);
 	if (!a.proctab || !a.builder) {
 		pr_err("out of memory");
@@ -662,6 +727,7 @@ int main(int argc, char **argv)
 	log_summary(&a);
 cleanup:
 	metrics__free(a.metrics);
+	kube__free(a.kube);
 	sampler__free(a.sampler);
 	file_sink__free(a.sink);
 	window_builder__free(a.builder);
@@ -669,5 +735,7 @@ cleanup:
 	sym_object__put(a.vdso);
 	symbolizer__free(a.symbolizer);
 	config_fini(&cfg);
+	free(kube_url);
+	curl_global_cleanup();
 	return ret;
 }

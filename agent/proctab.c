@@ -151,6 +151,20 @@ static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_
 	return obj;
 }
 
+/* Executable path and cgroup metadata: best effort, a process may hide neither. */
+static void capture_identity(int pid_fd, struct proc_image *img)
+{
+	char *cgroup = NULL;
+	ssize_t n;
+
+	n = readlinkat(pid_fd, "exe", img->exe, sizeof(img->exe) - 1);
+	img->exe[n > 0 ? n : 0] = '\0';
+	if (procfs_read_file(pid_fd, "cgroup", 65536, &cgroup) >= 0 &&
+	    metadata_parse_cgroup(cgroup, &img->meta))
+		memset(&img->meta, 0, sizeof(img->meta));
+	free(cgroup);
+}
+
 /* Does an existing mapping describe the same thing as a maps entry? */
 static bool same_mapping(const struct proc_mapping *m, const struct procmaps_entry *e,
 			 enum mapping_kind kind)
@@ -217,6 +231,7 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 		goto cleanup;
 	}
 	procfs_comm(pid_fd, img->comm, sizeof(img->comm));
+	capture_identity(pid_fd, img);
 
 	for (line = text; line && *line; line = next) {
 		struct procmaps_entry e;

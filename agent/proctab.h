@@ -20,6 +20,7 @@
 
 #include "hashmap.h"
 #include "ignis.h"
+#include "metadata.h"
 
 struct ignis_proc_event;
 struct symbolizer;
@@ -51,6 +52,8 @@ struct proc_mapping {
 struct proc_image {
 	struct proc_id id;
 	char comm[16];		   /* the process's name (its main thread's comm) */
+	char exe[256];		   /* its executable as it sees it, "" if unreadable */
+	struct proc_meta meta;	   /* container, pod and unit from its cgroup */
 	struct proc_mapping *maps; /* sorted by start; stale ones overlap no current one */
 	size_t nr_maps;
 	size_t cap_maps;

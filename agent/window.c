@@ -6,6 +6,7 @@
 
 #include "../symbolizer/symbolizer.h"
 #include "drain.h"
+#include "kubernetes.h"
 #include "log.h"
 #include "profile.h"
 #include "proctab.h"
@@ -69,12 +70,20 @@ struct build_ctx {
 	struct profile *p;
 	struct window_stats *stats;
 	uint64_t seq;
-	struct hashmap convs;	   /* struct stack_conv (by image, stack id) */
-	struct hashmap processes;  /* tgid -> 1, for the count */
-	struct hashmap mappings;   /* struct sym_object * -> mapping id */
-	int64_t kernel_mapping;	   /* mapping id, 0 until first needed */
-	int64_t placeholder_fn[3]; /* function ids of the placeholders, by tag */
+	struct hashmap convs;	     /* struct stack_conv (by image, stack id) */
+	struct hashmap processes;    /* tgid -> 1, for the count */
+	struct hashmap mappings;     /* struct sym_object * -> mapping id */
+	struct hashmap image_labels; /* struct proc_image * -> struct image_labels */
+	int64_t kernel_mapping;	     /* mapping id, 0 until first needed */
+	int64_t placeholder_fn[3];   /* function ids of the placeholders, by tag */
 	int64_t key_pid, key_tid, key_comm, key_thread_name;
+};
+
+/* Where a process runs, as sample labels: computed once per image per window. */
+#define MAX_IMAGE_LABELS (5 + KUBE_MAX_POD_LABELS)
+struct image_labels {
+	uint32_t nr;
+	struct profile_label l[MAX_IMAGE_LABELS];
 };
 
 static uint64_t hash_conv(const void *k)
@@ -413,13 +422,69 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 	return *err ? NULL : conv;
 }
 
+static int add_label(struct build_ctx *c, struct image_labels *il, const char *key,
+		     const char *value)
+{
+	int64_t k, v;
+
+	if (!value[0] || il->nr >= MAX_IMAGE_LABELS)
+		return 0;
+	k = profile__string(c->p, key);
+	v = k < 0 ? k : profile__string(c->p, value);
+	if (v < 0)
+		return (int)v;
+	il->l[il->nr++] = (struct profile_label){ .key = k, .str = v };
+	return 0;
+}
+
+static struct image_labels *labels_of(struct build_ctx *c, const struct proc_image *img, int *err)
+{
+	struct image_labels *il = hashmap__find(&c->image_labels, img);
+	const struct proc_meta *m = &img->meta;
+	struct pod_meta pod;
+	char short_id[13];
+	size_t i;
+
+	if (il)
+		return il;
+	il = calloc(1, sizeof(*il));
+	if (!il) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = 0;
+	if (kube__lookup(c->wb->opts.kube, m->pod_uid, m->container_id, &pod)) {
+		*err = add_label(c, il, "namespace", pod.namespace_);
+		if (!*err)
+			*err = add_label(c, il, "pod", pod.pod);
+		if (!*err)
+			*err = add_label(c, il, "container", pod.container);
+		for (i = 0; !*err && i < pod.nr_labels; i++)
+			*err = add_label(c, il, pod.labels[i].key, pod.labels[i].value);
+	}
+	snprintf(short_id, sizeof(short_id), "%.12s", m->container_id);
+	if (!*err)
+		*err = add_label(c, il, "container_id", short_id);
+	if (!*err)
+		*err = add_label(c, il, "unit", m->unit);
+	if (!*err)
+		*err = hashmap__insert(&c->image_labels, img, il);
+	if (*err) {
+		free(il);
+		return NULL;
+	}
+	return il;
+}
+
 static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		   const struct drained_sample *s)
 {
 	const struct ignis_sample_key *k = &s->key;
 	struct proc_id id = { .tgid = k->tgid, .exec_id = k->exec_id, .start_time = k->start_time };
 	uint64_t locs[MAX_FRAMES];
-	struct profile_label labels[4];
+	struct profile_label labels[4 + MAX_IMAGE_LABELS];
+	struct image_labels *il;
+	uint32_t nr_labels = 4;
 	const struct drained_stack *ust, *kst;
 	struct stack_conv *uconv = NULL, *kconv = NULL;
 	struct proc_image *img = NULL;
@@ -510,7 +575,15 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		return (int)str;
 	labels[3] = (struct profile_label){ .key = c->key_thread_name, .str = str };
 
-	err = profile__add_sample(c->p, locs, n, labels, 4, s->count);
+	if (img) {
+		il = labels_of(c, img, &err);
+		if (!il)
+			return err;
+		memcpy(labels + 4, il->l, il->nr * sizeof(il->l[0]));
+		nr_labels += il->nr;
+	}
+
+	err = profile__add_sample(c->p, locs, n, labels, nr_labels, s->count);
 	if (err)
 		return err;
 	c->stats->samples += s->count;
@@ -530,6 +603,7 @@ int window_builder__add(struct window_builder *wb, const struct drained_window *
 	hashmap__init(&c.convs, hash_conv, equal_conv);
 	hashmap__init(&c.processes, hash_tgid, equal_tgid);
 	hashmap__init(&c.mappings, hash_tgid, equal_tgid);
+	hashmap__init(&c.image_labels, hash_tgid, equal_tgid);
 	if ((c.key_pid = profile__string(p, "pid")) < 0 ||
 	    (c.key_tid = profile__string(p, "tid")) < 0 ||
 	    (c.key_comm = profile__string(p, "comm")) < 0 ||
@@ -557,5 +631,8 @@ cleanup:
 	hashmap__fini(&c.convs);
 	hashmap__fini(&c.processes);
 	hashmap__fini(&c.mappings);
+	hashmap__for_each(&c.image_labels, e)
+		free(e->value);
+	hashmap__fini(&c.image_labels);
 	return err;
 }

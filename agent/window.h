@@ -11,7 +11,9 @@
  *  - kernel frames sit leafward of the user frames, in a [kernel.kallsyms] mapping;
  *  - a frame no symbol covers keeps its address and mapping and gets no Line;
  *  - placeholders: [truncated] at the root end when a walk stopped early, [unknown] for an
- *    address in no mapping; each counted.
+ *    address in no mapping; each counted;
+ *  - sample labels pid, tid, comm, thread_name, and where known namespace, pod, container and
+ *    the chosen pod labels (Kubernetes), container_id (12 hex digits), unit (systemd).
  */
 #ifndef IGNIS_WINDOW_H
 #define IGNIS_WINDOW_H
@@ -23,6 +25,7 @@
 #include "ignis.h"
 
 struct drained_window;
+struct kube;
 struct profile;
 struct proctab;
 struct symbolizer;
@@ -52,6 +55,7 @@ struct window_builder_opts {
 	struct symbolizer *symbolizer;
 	bool kernel_symbols;	     /* kallsyms was loaded and shows addresses */
 	const char *kernel_build_id; /* hex, or NULL */
+	struct kube *kube;	     /* Kubernetes names, or NULL */
 };
 
 struct window_builder *window_builder__new(const struct window_builder_opts *opts);

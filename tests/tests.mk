@@ -103,9 +103,11 @@ unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/ut
 			  agent/profile.pb-c.o agent/top.o
 unit_deps_test_options := agent/options.o agent/config.o agent/log.o agent/util.o
 unit_deps_test_procfs := agent/procfs.o agent/util.o
-unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o \
-			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o \
+unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o agent/metadata.o \
+			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o agent/kubernetes.o \
 			  libsymbolizer.a
+unit_deps_test_metadata := agent/metadata.o
+unit_deps_test_kubernetes := agent/kubernetes.o agent/hashmap.o agent/log.o agent/util.o
 unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
 unit_deps_test_cpulist := agent/sampler.o agent/log.o
 
@@ -139,7 +141,7 @@ $(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs: $(BENCH_DIR)/%: tests/bench/%.c
 	$(Q)$(CC) $(WORKLOAD_CFLAGS) -o $@ $<
 
 $(BENCH_DIR)/window_bench: tests/bench/window_bench.c $(addprefix $(BUILD)/agent/,sampler.o \
-			   drain.o hashmap.o log.o util.o proctab.o procfs.o window.o profile.o \
+			   drain.o hashmap.o log.o util.o proctab.o procfs.o window.o profile.o metadata.o kubernetes.o \
 			   pprof.o profile.pb-c.o) $(BUILD)/libsymbolizer.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

@@ -158,3 +158,189 @@ def test_metrics_address_taken_is_an_error():
                            capture_output=True, text=True, timeout=60)
     check(p.returncode == 1, f"exit {p.returncode}")
     check(f"--metrics-address 127.0.0.1:{port}: cannot listen there" in p.stderr, p.stderr)
+
+
+# ---- Kubernetes ------------------------------------------------------------------------------
+
+import http.server
+import json
+import ssl
+import threading
+import uuid
+
+KUBE_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "kubernetes")
+
+
+def cgroup2_root():
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            dev, mnt, fstype = line.split()[:3]
+            if fstype == "cgroup2":
+                return mnt
+    raise AssertionError("no cgroup2 hierarchy mounted")
+
+
+class FakeApiServer(http.server.ThreadingHTTPServer):
+    """Replays recorded API responses: 503 for the first `down` requests, then the pod
+    list, then a watch that sends its events after `delay` s and stays open."""
+    daemon_threads = True
+
+    def __init__(self, replace, token, down=2, delay=2.0):
+        super().__init__(("127.0.0.1", 0), FakeApiHandler)
+        self.replace, self.token, self.down, self.delay = replace, token, down, delay
+        self.requests = []
+        self.stop = threading.Event()
+
+    def fixture(self, name):
+        with open(os.path.join(KUBE_DATA, name)) as f:
+            text = f.read()
+        for k, v in self.replace.items():
+            text = text.replace(k, v)
+        return text
+
+
+class FakeApiHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        srv = self.server
+        srv.requests.append((self.path, self.headers.get("Authorization")))
+        if self.headers.get("Authorization") != f"Bearer {srv.token}":
+            return self.reply(401, '{"kind":"Status","code":401}')
+        if not self.path.startswith("/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1"):
+            return self.reply(404, '{"kind":"Status","code":404}')
+        if srv.down > 0:
+            srv.down -= 1
+            return self.reply(503, '{"kind":"Status","code":503}')
+        if "watch=1" not in self.path:
+            return self.reply(200, srv.fixture("pods.json"))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if srv.stop.wait(srv.delay):
+            return
+        for line in srv.fixture("watch.json").splitlines():
+            self.chunk(line + "\n")
+        srv.stop.wait(60)
+        self.chunk("")
+
+    def chunk(self, text):
+        data = text.encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def reply(self, code, body):
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def make_tls(dirname):
+    """A CA and a server certificate for 127.0.0.1, made with openssl."""
+    ca_key, ca = os.path.join(dirname, "ca.key"), os.path.join(dirname, "ca.pem")
+    key, csr, crt = (os.path.join(dirname, n) for n in ("srv.key", "srv.csr", "srv.pem"))
+    ext = os.path.join(dirname, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    for argv in (["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+                  "-days", "1", "-subj", "/CN=ignis test CA"],
+                 ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj",
+                  "/CN=127.0.0.1"],
+                 ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                  "-out", crt, "-days", "1", "-extfile", ext]):
+        subprocess.run(["openssl"] + argv, check=True, capture_output=True)
+    return ca, crt, key
+
+
+class PodCgroup:
+    """A cgroup shaped like a kubelet's (systemd driver) for one container."""
+
+    def __init__(self, qos, pod_uid, runtime_prefix, container_id):
+        base = os.path.join(cgroup2_root(), "kubepods.slice", f"kubepods-{qos}.slice")
+        self.dirs = [os.path.join(cgroup2_root(), "kubepods.slice"), base,
+                     os.path.join(base, f"kubepods-{qos}-pod{pod_uid.replace('-', '_')}.slice")]
+        self.dirs.append(os.path.join(self.dirs[-1], f"{runtime_prefix}{container_id}.scope"))
+        for d in self.dirs:
+            os.makedirs(d, exist_ok=True)
+
+    def run(self, argv):
+        """Start argv inside the cgroup (it moves itself in before exec)."""
+        procs = os.path.join(self.dirs[-1], "cgroup.procs")
+        return spawn(["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh"] + argv)
+
+    def remove(self):
+        for d in reversed(self.dirs):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
+def test_kubernetes_names_pods_and_containers():
+    """Against a local HTTPS API server replaying recorded responses: down at first (503),
+    then a list naming pod A, then a watch adding pod B mid-run. Processes in kubelet-shaped
+    cgroups get namespace/pod/container labels; no window is ever delayed."""
+    tls = tmpdir()
+    ca, crt, key = make_tls(tls)
+    token = os.path.join(tls, "token")
+    with open(token, "w") as f:
+        f.write("s3cr3t-token\n")
+    uid_a, uid_b = str(uuid.uuid4()), str(uuid.uuid4())
+    id_a, id_b = uuid.uuid4().hex * 2, uuid.uuid4().hex * 2
+    srv = FakeApiServer({"@UID_A@": uid_a, "@UID_B@": uid_b, "@ID_A@": id_a, "@ID_B@": id_b},
+                        "s3cr3t-token")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(crt, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    cg_a = PodCgroup("besteffort", uid_a, "cri-containerd-", id_a)
+    cg_b = PodCgroup("burstable", uid_b, "crio-", id_b)
+    try:
+        agent = Agent("--kubernetes", "--kubernetes-api-url",
+                      f"https://127.0.0.1:{srv.server_address[1]}", "--kubernetes-token-file",
+                      token, "--kubernetes-ca-file", ca, "--node-name", "node-1",
+                      "--kubernetes-pod-label", "app.kubernetes.io/name", interval=2).wait_ready()
+        a = cg_a.run([workload("burn"), "9"])
+        b = cg_b.run([workload("burn"), "9"])
+        wait_exit(a, 30)
+        wait_exit(b, 30)
+        time.sleep(0.5)
+        srv.stop.set()
+        agent.stop()
+        profiles = profiles_of_agent(agent)
+    finally:
+        srv.stop.set()
+        srv.shutdown()
+        cg_a.remove()
+        cg_b.remove()
+    want = {a.pid: {"namespace": "shop", "pod": "storefront-7d9f8b6c4-x2k9q", "container": "web",
+                    "app_kubernetes_io_name": "storefront", "container_id": id_a[:12]},
+            b.pid: {"namespace": "batch", "pod": "worker-0", "container": "worker",
+                    "app_kubernetes_io_name": "worker", "container_id": id_b[:12]}}
+    for pid, labels in want.items():
+        named = [s for p in profiles for s in p.samples(pid=pid)
+                 if all(s["labels"].get(k) == v for k, v in labels.items())]
+        check(named, f"no sample of {pid} labeled {labels}; got "
+                     f"{[s['labels'] for p in profiles for s in p.samples(pid=pid)][:2]}")
+        # Every sample of the workload (not of the shell that moved itself into the cgroup
+        # before its exec) has the container id, named or not yet.
+        check(all(s["labels"].get("container_id") == labels["container_id"]
+                  for p in profiles for s in p.samples(pid=pid, comm="burn")), "container_id")
+    # The API was down for the first requests: the agent came back to it.
+    check(sum(1 for p, _ in srv.requests if "watch=1" not in p) >= 3, srv.requests)
+    check(all(auth == "Bearer s3cr3t-token" for _, auth in srv.requests), "token not sent")
+    check("s3cr3t" not in agent.stderr(), "the token reached the log")
+    for w in agent.windows()[:-1]:
+        check(1800 <= w["duration_ms"] <= 2600, f"a window was delayed: {w}")
+
+
+def profiles_of_agent(agent):
+    from harness import pprof_json
+    return [pprof_json(p) for p in agent.profiles()]

@@ -642,7 +642,10 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
-	if (gethostname(a.hostname, sizeof(a.hostname) - 1))
+	/* NODE_NAME (--node-name) names the host in profiles, as in a cluster's other tools. */
+	if (cfg.node_name)
+		snprintf(a.hostname, sizeof(a.hostname), "%s", cfg.node_name);
+	else if (gethostname(a.hostname, sizeof(a.hostname) - 1))
 		snprintf(a.hostname, sizeof(a.hostname), "localhost");
 
 	/* BPF first: without privileges or BTF nothing else matters, and nothing is created.

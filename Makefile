@@ -48,7 +48,8 @@ endif
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARNINGS) -MMD -MP \
 	      -fstack-protector-strong -I$(BUILD) -I$(BUILD)/agent $(PKG_CFLAGS) \
-	      -DIGNIS_VERSION='"$(VERSION)$(if $(REVISION), (git $(REVISION)))"' $(CFLAGS)
+	      -DIGNIS_VERSION='"$(VERSION)$(if $(REVISION), (git $(REVISION)))"' \
+	      -DIGNIS_VERSION_SHORT='"$(VERSION)"' $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lelf -lz
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

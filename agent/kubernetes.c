@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -10,6 +9,7 @@
 #include <time.h>
 
 #include "hashmap.h"
+#include "http.h"
 #include "kubernetes.h"
 #include "log.h"
 
@@ -47,7 +47,7 @@ struct kube {
 	struct kube_stats stats;
 
 	/* Used by the client thread only. */
-	CURL *curl;
+	struct http_client *http;
 	char resource_version[128];
 	char *buf;
 	size_t len, cap, max;
@@ -252,88 +252,46 @@ void kube__stats(struct kube *k, struct kube_stats *stats)
 
 /* ---- HTTP ------------------------------------------------------------------------------------- */
 
-static size_t collect(char *data, size_t size, size_t n, void *ctx)
+static bool collect(void *ctx, const char *data, size_t len)
 {
 	struct kube *k = ctx;
-	size_t len = size * n;
 
 	if (k->len + len + 1 > k->max)
-		return 0; /* aborts the transfer */
+		return false; /* aborts the transfer */
 	if (k->len + len + 1 > k->cap && grow_array((void **)&k->buf, &k->cap, k->len + len + 1, 1))
-		return 0;
+		return false;
 	memcpy(k->buf + k->len, data, len);
 	k->len += len;
 	k->buf[k->len] = '\0';
-	return len;
-}
-
-static int abort_on_stop(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-	struct kube *k = ctx;
-
-	(void)dt, (void)dn, (void)ut, (void)un;
-	return atomic_load(&k->stop);
-}
-
-static char *read_token(const char *path)
-{
-	char buf[16384];
-	size_t n;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n \t")] = '\0';
-	return buf[0] ? strdup(buf) : NULL;
+	return true;
 }
 
 /*
  * GET path (appended to the API URL) into the handler. Returns the HTTP status, or -1 for a
  * transport error (logged at debug; the token never is).
  */
-static long get(struct kube *k, const char *query, long timeout_sec,
-		size_t (*write)(char *, size_t, size_t, void *))
+static long get(struct kube *k, const char *query, unsigned int timeout_sec, http_body_fn on_body)
 {
-	struct curl_slist *headers = NULL;
-	char url[2048], *token = read_token(k->token_file), *auth = NULL;
+	static const char *const accept[] = { "Accept: application/json", NULL };
+	struct http_request req = {
+		.method = "GET",
+		.headers = accept,
+		.on_body = on_body,
+		.ctx = k,
+		.timeout_ms = timeout_sec * 1000,
+		.abort = &k->stop,
+	};
+	struct http_response resp;
+	char url[2048];
 	long status = -1;
-	CURLcode rc;
 
 	snprintf(url, sizeof(url), "%s/api/v1/pods?%s", k->api_url, query);
-	if (token && asprintf(&auth, "Authorization: Bearer %s", token) > 0)
-		headers = curl_slist_append(headers, auth);
-	headers = curl_slist_append(headers, "Accept: application/json");
-	curl_easy_reset(k->curl);
-	curl_easy_setopt(k->curl, CURLOPT_URL, url);
-	curl_easy_setopt(k->curl, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(k->curl, CURLOPT_WRITEFUNCTION, write);
-	curl_easy_setopt(k->curl, CURLOPT_WRITEDATA, k);
-	curl_easy_setopt(k->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(k->curl, CURLOPT_XFERINFOFUNCTION, abort_on_stop);
-	curl_easy_setopt(k->curl, CURLOPT_XFERINFODATA, k);
-	curl_easy_setopt(k->curl, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(k->curl, CURLOPT_TIMEOUT, timeout_sec);
-	curl_easy_setopt(k->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(k->curl, CURLOPT_PROTOCOLS_STR, "https,http");
-	if (k->ca_file)
-		curl_easy_setopt(k->curl, CURLOPT_CAINFO, k->ca_file);
-	rc = curl_easy_perform(k->curl);
-	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && k->gone))
-		curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, &status);
+	req.url = url;
+	if (!http_client__perform(k->http, &req, &resp))
+		status = resp.status;
 	else if (!atomic_load(&k->stop))
-		pr_debug("kubernetes: GET %s: %s", url, curl_easy_strerror(rc));
-	curl_slist_free_all(headers);
-	if (auth) {
-		memset(auth, 0, strlen(auth));
-		free(auth);
-	}
-	if (token) {
-		memset(token, 0, strlen(token));
-		free(token);
-	}
+		pr_debug("kubernetes: GET %s: %s", url, resp.error);
+	http_response_fini(&resp);
 	return status;
 }
 
@@ -342,14 +300,14 @@ static long get(struct kube *k, const char *query, long timeout_sec,
 static int list(struct kube *k)
 {
 	struct json_object *o = NULL, *items, *meta;
-	char query[512], *node = curl_easy_escape(k->curl, k->node_name, 0);
+	char query[512], *node = http_escape(k->node_name);
 	const char *rv;
 	long status;
 	size_t i;
 	int err = -EIO;
 
 	snprintf(query, sizeof(query), "fieldSelector=spec.nodeName%%3D%s", node ? node : "");
-	curl_free(node);
+	free(node);
 	k->len = 0;
 	k->max = MAX_LIST_BYTES;
 	status = get(k, query, 60, collect);
@@ -440,14 +398,13 @@ out:
 }
 
 /* Watch events arrive as one JSON object per line. */
-static size_t stream(char *data, size_t size, size_t n, void *ctx)
+static bool stream(void *ctx, const char *data, size_t len)
 {
 	struct kube *k = ctx;
-	size_t len = size * n;
 	char *nl;
 
-	if (collect(data, size, n, ctx) != len)
-		return 0;
+	if (!collect(ctx, data, len))
+		return false;
 	while ((nl = memchr(k->buf, '\n', k->len))) {
 		*nl = '\0';
 		if (nl > k->buf)
@@ -455,23 +412,22 @@ static size_t stream(char *data, size_t size, size_t n, void *ctx)
 		k->len -= (size_t)(nl + 1 - k->buf);
 		memmove(k->buf, nl + 1, k->len + 1);
 		if (k->gone)
-			return 0;
+			return false;
 	}
-	return len;
+	return true;
 }
 
 static int watch(struct kube *k)
 {
-	char query[768], *node = curl_easy_escape(k->curl, k->node_name, 0),
-			 *rv = curl_easy_escape(k->curl, k->resource_version, 0);
+	char query[768], *node = http_escape(k->node_name), *rv = http_escape(k->resource_version);
 	long status;
 
 	snprintf(query, sizeof(query),
 		 "fieldSelector=spec.nodeName%%3D%s&watch=1&allowWatchBookmarks=true&"
 		 "resourceVersion=%s&timeoutSeconds=%d",
 		 node ? node : "", rv ? rv : "", WATCH_TIMEOUT_SEC);
-	curl_free(node);
-	curl_free(rv);
+	free(node);
+	free(rv);
 	k->len = 0;
 	k->max = MAX_EVENT_BYTES;
 	k->gone = false;
@@ -538,6 +494,7 @@ static void *run(void *arg)
 
 struct kube *kube__new(const struct kube_opts *opts)
 {
+	struct http_opts ho = { 0 };
 	struct kube *k = calloc(1, sizeof(*k));
 	size_t i;
 	int err = -ENOMEM;
@@ -567,9 +524,14 @@ struct kube *kube__new(const struct kube_opts *opts)
 	}
 	k->opts = (struct kube_opts){ k->api_url,   k->token_file, k->ca_file,
 				      k->node_name, k->pod_labels, k->nr_pod_labels };
-	k->curl = curl_easy_init();
-	if (!k->curl)
+	ho.connect_timeout_ms = 5000;
+	ho.ca_file = k->ca_file;
+	ho.bearer_token_file = k->token_file;
+	k->http = http_client__new(&ho);
+	if (!k->http) {
+		err = -errno;
 		goto err_out;
+	}
 	if (pthread_create(&k->thread, NULL, run, k)) {
 		err = -EAGAIN;
 		goto err_out;
@@ -595,8 +557,7 @@ void kube__free(struct kube *k)
 		pthread_mutex_unlock(&k->lock);
 		pthread_join(k->thread, NULL);
 	}
-	if (k->curl)
-		curl_easy_cleanup(k->curl);
+	http_client__free(k->http);
 	cache_clear(k);
 	hashmap__fini(&k->pods);
 	for (i = 0; i < k->nr_pod_labels; i++)

@@ -76,7 +76,9 @@ AGENT_SRCS := $(AGENT_LIB_SRCS) agent/main.c
 BPF_SRCS := bpf/profiler.bpf.c
 
 SYMBOLIZER_OBJS := $(SYMBOLIZER_SRCS:%.c=$(BUILD)/%.o)
-AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/agent/profile.pb-c.o
+PROTOS := profile push
+PROTO_HDRS := $(PROTOS:%=$(BUILD)/agent/%.pb-c.h)
+AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTOS:%=$(BUILD)/agent/%.pb-c.o)
 AGENT_OBJS := $(AGENT_LIB_OBJS) $(BUILD)/agent/main.o
 SKEL := $(BUILD)/profiler.skel.h
 
@@ -101,17 +103,18 @@ $(BUILD)/libsymbolizer.a: $(SYMBOLIZER_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/%.o: %.c | $(BUILD)/agent/profile.pb-c.h
+$(BUILD)/%.o: %.c | $(PROTO_HDRS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/agent/profile.pb-c.c $(BUILD)/agent/profile.pb-c.h &: agent/proto/profile.proto
+# protoc-c writes both files at once (a pattern rule with two targets is one recipe).
+$(BUILD)/agent/%.pb-c.c $(BUILD)/agent/%.pb-c.h: agent/proto/%.proto
 	$(call msg,PROTOC,$@)
 	$(Q)mkdir -p $(BUILD)/agent
 	$(Q)$(PROTOC_C) --c_out=$(BUILD)/agent -Iagent/proto $<
 
-$(BUILD)/agent/profile.pb-c.o: $(BUILD)/agent/profile.pb-c.c
+$(BUILD)/agent/%.pb-c.o: $(BUILD)/agent/%.pb-c.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(filter-out -Wmissing-prototypes -Wshadow,$(ALL_CFLAGS)) -c $< -o $@
 
@@ -131,12 +134,12 @@ $(SKEL): $(BUILD)/bpf/profiler.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name profiler_bpf > $@
 
 # Sanitizer builds of the same sources, for the unit tests.
-$(BUILD)/san/%.o: %.c | $(BUILD)/agent/profile.pb-c.h
+$(BUILD)/san/%.o: %.c | $(PROTO_HDRS)
 	$(call msg,CC-SAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
-$(BUILD)/san/agent/profile.pb-c.o: $(BUILD)/agent/profile.pb-c.c
+$(BUILD)/san/agent/%.pb-c.o: $(BUILD)/agent/%.pb-c.c
 	$(call msg,CC-SAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(filter-out -Wmissing-prototypes -Wshadow,$(ALL_CFLAGS)) $(SAN_FLAGS) \

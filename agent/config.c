@@ -152,7 +152,7 @@ out:
 static int add_values(struct settings *out, const struct option_desc *o, const char *value,
 		      const char *origin, FILE *err)
 {
-	char *copy, *rest, *item;
+	char *copy, *rest, *item, *end;
 	int ret = 0;
 
 	if (!(o->flags & OPT_REPEATABLE))
@@ -163,7 +163,8 @@ static int add_values(struct settings *out, const struct option_desc *o, const c
 	for (rest = copy; rest && !ret;) {
 		item = strsep(&rest, ",");
 		item += strspn(item, " ");
-		item[strcspn(item, " ")] = '\0';
+		for (end = item + strlen(item); end > item && end[-1] == ' ';)
+			*--end = '\0';
 		if (!*item) {
 			fprintf(err, "ignis: %s: empty item in a comma-separated list\n", origin);
 			ret = -EINVAL;
@@ -519,7 +520,7 @@ void config_print(const struct agent_config *cfg, FILE *out)
 			continue;
 		}
 		fprintf(out, "%s: ", key);
-		if (o->flags & OPT_SECRET) {
+		if (o->flags & (OPT_SECRET | OPT_REDACT)) {
 			fprintf(out, "\"<redacted>\"");
 		} else if (o->flags & OPT_REPEATABLE) {
 			char *copy = strdup(value), *item, *save = NULL;

@@ -33,6 +33,8 @@
 #include "profile.h"
 #include "sampler.h"
 #include "sink_file.h"
+#include "sink_server.h"
+#include "targets.h"
 #include "top.h"
 #include "window.h"
 
@@ -49,6 +51,8 @@
 /* kallsyms is read again at most this often when kernel addresses stay unnamed. */
 #define KALLSYMS_RELOAD_NS (300 * NSEC_PER_SEC)
 #define GZIP_LEVEL	   6
+/* At exit, how long queued profiles may take to reach the server (the rest is spooled). */
+#define UPLOAD_FLUSH_NS (3 * NSEC_PER_SEC)
 
 static volatile sig_atomic_t stop_requested;
 
@@ -66,7 +70,8 @@ struct agent {
 	struct proctab *proctab;
 	struct sampler *sampler;
 	struct window_builder *builder;
-	struct file_sink *sink;
+	struct file_sink *sink;	    /* NULL without a local folder */
+	struct server_sink *server; /* NULL without --server-url */
 	char hostname[256];
 	char kernel_build_id[2 * 64 + 1];
 	bool kernel_symbols;
@@ -356,6 +361,8 @@ static void account(struct agent *a, const struct drained_window *dw, const stru
 	struct symbolizer_stats ys;
 
 	proctab__stats(a->proctab, &ps);
+	if (a->server)
+		server_sink__account(a->server, t);
 	symbolizer__stats(a->symbolizer, &ys);
 	t->windows++;
 	t->samples += st[STAT_SAMPLES];
@@ -400,6 +407,27 @@ static bool image_known(void *ctx, uint32_t tgid, uint64_t start_time, uint32_t 
 	return proctab__knows(ctx, tgid, start_time, exec_id);
 }
 
+/* Write the window's profile into the local folder; failures are counted and logged. */
+static void write_local(struct agent *a, uint64_t seq, uint64_t time_ns, const uint8_t *buf,
+			size_t len, char *path, size_t size)
+{
+	int err = file_sink__write(a->sink, time_ns, seq, buf, len, path, size);
+
+	if (err) {
+		a->snap.profile_write_errors++;
+		pr_warn_ratelimited(3, 60, "window %" PRIu64 ": cannot write the profile to %s: %s",
+				    seq, a->cfg->output_dir, strerror(-err));
+		path[0] = '\0';
+		return;
+	}
+	a->snap.profiles_written++;
+	a->snap.profile_bytes_written += len;
+	err = file_sink__prune(a->sink);
+	if (err < 0)
+		pr_warn_ratelimited(3, 60, "%s: cannot apply the size and age caps: %s",
+				    a->cfg->output_dir, strerror(-err));
+}
+
 static int do_window(struct agent *a)
 {
 	struct window_stats ws = { 0 };
@@ -440,6 +468,8 @@ static int do_window(struct agent *a)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	if (a->server)
+		targets__reset(server_sink__targets(a->server));
 	err = window_builder__add(a->builder, &dw, seq, p, &ws);
 	if (err) {
 		pr_err("window %" PRIu64 ": cannot build the profile: %s", seq, strerror(-err));
@@ -454,28 +484,28 @@ static int do_window(struct agent *a)
 			       sampler__nr_cpus(a->sampler) :
 		       0.0;
 	err = add_comments(p, a, &dw, &ws, seq, rate);
-	if (!err)
+	if (!err && a->sink)
 		err = pprof_encode(p, GZIP_LEVEL, &buf, &len);
 	if (err) {
 		pr_err("window %" PRIu64 ": cannot encode the profile: %s", seq, strerror(-err));
 		goto cleanup;
 	}
-	err = file_sink__write(a->sink, po.time_ns, seq, buf, len, path, sizeof(path));
-	if (err) {
-		a->snap.profile_write_errors++;
-		pr_warn_ratelimited(3, 60, "window %" PRIu64 ": cannot write the profile to %s: %s",
-				    seq, a->cfg->output_dir, strerror(-err));
-		path[0] = '\0';
-		err = 0;
-	} else {
-		a->snap.profiles_written++;
-		a->snap.profile_bytes_written += len;
-		err = file_sink__prune(a->sink);
-		if (err < 0)
-			pr_warn_ratelimited(3, 60, "%s: cannot apply the size and age caps: %s",
-					    a->cfg->output_dir, strerror(-err));
+	if (a->server) {
+		struct server_window_stats ss;
+
+		err = server_sink__send(a->server, p, seq, &ss);
+		if (err)
+			pr_warn_ratelimited(3, 60,
+					    "window %" PRIu64 ": cannot split the profile "
+					    "for the server: %s",
+					    seq, strerror(-err));
+		pr_debug("window %" PRIu64 " server: targets=%" PRIu64 " profiles=%" PRIu64
+			 " bytes=%" PRIu64 " split=%" PRIu64 " folded=%" PRIu64,
+			 seq, ss.targets, ss.profiles, ss.bytes, ss.split, ss.folded);
 		err = 0;
 	}
+	if (a->sink)
+		write_local(a, seq, po.time_ns, buf, len, path, sizeof(path));
 
 	if (dw.stats[STAT_EVENTS_LOST])
 		pr_warn_ratelimited(5, 60,
@@ -630,7 +660,19 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!cfg.output_dir) {
+	/* NODE_NAME (--node-name) names the host in profiles, as in a cluster's other tools. */
+	if (cfg.node_name)
+		snprintf(a.hostname, sizeof(a.hostname), "%s", cfg.node_name);
+	else if (gethostname(a.hostname, sizeof(a.hostname) - 1))
+		snprintf(a.hostname, sizeof(a.hostname), "localhost");
+	if (cfg.server_url) {
+		a.server = server_sink__new(&cfg, a.hostname);
+		if (!a.server) {
+			ret = errno == EINVAL ? 2 : 1;
+			goto cleanup;
+		}
+	}
+	if (!cfg.output_dir && !cfg.server_url) {
 		cfg.output_dir = strdup(DEFAULT_OUTPUT_DIR);
 		if (!cfg.output_dir)
 			goto cleanup;
@@ -642,11 +684,6 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
-	/* NODE_NAME (--node-name) names the host in profiles, as in a cluster's other tools. */
-	if (cfg.node_name)
-		snprintf(a.hostname, sizeof(a.hostname), "%s", cfg.node_name);
-	else if (gethostname(a.hostname, sizeof(a.hostname) - 1))
-		snprintf(a.hostname, sizeof(a.hostname), "localhost");
 
 	/* BPF first: without privileges or BTF nothing else matters, and nothing is created.
 	 * Events wait in the ring buffer until the loop reads them. */
@@ -694,6 +731,7 @@ int main(int argc, char **argv)
 	if (kube_url && start_kubernetes(&a, &cfg, kube_url))
 		goto cleanup;
 	wo.kube = a.kube;
+	wo.targets = a.server ? server_sink__targets(a.server) : NULL;
 	a.builder = window_builder__new(&wo);
 	if (!a.proctab || !a.builder) {
 		pr_err("out of memory");
@@ -704,8 +742,8 @@ int main(int argc, char **argv)
 	fo.hostname = a.hostname;
 	fo.max_bytes = cfg.output_max_bytes;
 	fo.max_age_sec = cfg.output_max_age_sec;
-	a.sink = file_sink__new(&fo);
-	if (!a.sink) {
+	a.sink = cfg.output_dir ? file_sink__new(&fo) : NULL;
+	if (cfg.output_dir && !a.sink) {
 		pr_err("cannot use %s for profiles: %s; pick another with --output-dir",
 		       cfg.output_dir, strerror(errno));
 		goto cleanup;
@@ -719,9 +757,12 @@ int main(int argc, char **argv)
 		publish(&a);
 		pr_info("metrics on http://%s/metrics, health on /healthz", cfg.metrics_address);
 	}
-	pr_info("profiling %u CPUs at %u Hz%s; a profile every %u s into %s",
+	pr_info("profiling %u CPUs at %u Hz%s; a profile every %u s%s%s%s%s",
 		sampler__nr_cpus(a.sampler), cfg.frequency_hz,
-		cfg.nr_pids ? " (selected processes)" : "", cfg.interval_sec, cfg.output_dir);
+		cfg.nr_pids ? " (selected processes)" : "", cfg.interval_sec,
+		cfg.output_dir ? " into " : "", cfg.output_dir ? cfg.output_dir : "",
+		cfg.output_dir && cfg.server_url ? " and" : "",
+		cfg.server_url ? " to the server" : "");
 	pr_debug("BPF maps pin %" PRIu64 " KiB of kernel memory",
 		 sampler__map_bytes(a.sampler) >> 10);
 
@@ -730,6 +771,7 @@ int main(int argc, char **argv)
 	log_summary(&a);
 cleanup:
 	metrics__free(a.metrics);
+	server_sink__free(a.server, ret == 0 ? UPLOAD_FLUSH_NS : 0);
 	kube__free(a.kube);
 	sampler__free(a.sampler);
 	file_sink__free(a.sink);

@@ -26,6 +26,17 @@ static const char *const upload_codes[METRICS_UPLOAD_CODES] = {
 	[UPLOAD_ERR_429] = "429",	  [UPLOAD_ERR_5XX] = "5xx",
 };
 
+const char *upload_drop_name(enum upload_drop reason)
+{
+	static const char *const names[METRICS_DROP_REASONS] = {
+		[DROP_QUEUE_FULL] = "queue_full",   [DROP_TOO_OLD] = "too_old",
+		[DROP_REJECTED] = "rejected",	    [DROP_SHUTDOWN] = "shutdown",
+		[DROP_SPOOL_ERROR] = "spool_error",
+	};
+
+	return reason < METRICS_DROP_REASONS ? names[reason] : "unknown";
+}
+
 struct metrics {
 	struct MHD_Daemon *daemon;
 	pthread_mutex_t lock;
@@ -220,9 +231,24 @@ long metrics_format(const struct metrics_snapshot *s, const char *version, char 
 	for (i = 0; i < METRICS_UPLOAD_CODES; i++)
 		fprintf(f, "ignis_upload_errors_total{code=\"%s\"} %llu\n", upload_codes[i],
 			U64(s->upload_errors[i]));
+	metric(f, "ignis_upload_retries_total", "counter",
+	       "Failed uploads that are retried (network errors, 408, 429, 5xx).");
+	fprintf(f, "ignis_upload_retries_total %llu\n", U64(s->upload_retries));
+	metric(f, "ignis_upload_backoff_seconds", "gauge",
+	       "Pause before the next upload attempt after failures; 0 when none.");
+	fprintf(f, "ignis_upload_backoff_seconds %.3f\n", s->upload_backoff_seconds);
 	metric(f, "ignis_profiles_dropped_total", "counter",
-	       "Profiles given up: queue and spool full, too old, or refused by the server.");
-	fprintf(f, "ignis_profiles_dropped_total %llu\n", U64(s->profiles_dropped));
+	       "Profiles given up, by reason: queue and spool full, older than the server "
+	       "accepts, refused by the server, queued at exit without a spool, spool damage.");
+	for (i = 0; i < METRICS_DROP_REASONS; i++)
+		fprintf(f, "ignis_profiles_dropped_total{reason=\"%s\"} %llu\n",
+			upload_drop_name((enum upload_drop)i), U64(s->profiles_dropped[i]));
+	metric(f, "ignis_profiles_split_total", "counter",
+	       "Server profiles split by process to stay under the server's limits.");
+	fprintf(f, "ignis_profiles_split_total %llu\n", U64(s->profiles_split));
+	metric(f, "ignis_samples_folded_total", "counter",
+	       "Samples folded into [other stacks] to stay under the server's limits.");
+	fprintf(f, "ignis_samples_folded_total %llu\n", U64(s->samples_folded));
 	metric(f, "ignis_upload_queue_profiles", "gauge", "Profiles waiting to be sent.");
 	fprintf(f, "ignis_upload_queue_profiles %llu\n", U64(s->queue_profiles));
 	metric(f, "ignis_upload_queue_bytes", "gauge", "Bytes of profiles waiting in memory.");

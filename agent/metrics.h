@@ -23,6 +23,19 @@
 /* Upload error classes counted by the sinks (Prometheus label code="..."). */
 #define METRICS_UPLOAD_CODES 8
 
+/* Why profiles were given up (index into profiles_dropped). */
+enum upload_drop {
+	DROP_QUEUE_FULL = 0, /* memory queue and spool full: the oldest went */
+	DROP_TOO_OLD,	     /* older than the server's ingestion window */
+	DROP_REJECTED,	     /* the server refused it (4xx other than 408/429) */
+	DROP_SHUTDOWN,	     /* still queued at exit, with no spool to keep it */
+	DROP_SPOOL_ERROR,    /* its spool file could not be written or read back */
+	METRICS_DROP_REASONS,
+};
+
+/* "queue_full", "too_old", ... for logs and metrics. */
+const char *upload_drop_name(enum upload_drop reason);
+
 /* Counters are totals since start; gauges are the last window's values. */
 struct metrics_snapshot {
 	/* Sampling (BPF counters). */
@@ -63,7 +76,11 @@ struct metrics_snapshot {
 	uint64_t profiles_sent;
 	uint64_t profile_bytes_sent;
 	uint64_t upload_errors[METRICS_UPLOAD_CODES]; /* by class, see metrics.c */
-	uint64_t profiles_dropped;		      /* sink queue/spool overflow, too old */
+	uint64_t profiles_dropped[METRICS_DROP_REASONS];
+	uint64_t upload_retries;
+	double upload_backoff_seconds; /* the pause before the next attempt */
+	uint64_t profiles_split;       /* targets split by process to fit the server's limits */
+	uint64_t samples_folded;       /* samples folded into [other stacks] for the same */
 	uint64_t queue_profiles;
 	uint64_t queue_bytes;
 	uint64_t spool_bytes;

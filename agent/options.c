@@ -7,9 +7,10 @@
 #include <strings.h>
 
 #include "options.h"
+#include "options_internal.h"
 
 /* Parse an unsigned decimal in [min, max]. */
-static int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+int option_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -104,9 +105,7 @@ int parse_duration(const char *s, uint64_t *seconds)
 	return parse_with_unit(s, units, ARRAY_SIZE(units), seconds);
 }
 
-#define WHY(...) (snprintf(why, len, __VA_ARGS__), -EINVAL)
-
-static int set_string(char **field, const char *value, char *why, size_t len)
+int option_set_string(char **field, const char *value, char *why, size_t len)
 {
 	char *copy = strdup(value);
 
@@ -117,7 +116,7 @@ static int set_string(char **field, const char *value, char *why, size_t len)
 	return 0;
 }
 
-static int set_flag(bool *field, bool invert, const char *value, char *why, size_t len)
+int option_set_flag(bool *field, bool invert, const char *value, char *why, size_t len)
 {
 	bool v;
 
@@ -131,7 +130,7 @@ static int opt_frequency(struct agent_config *cfg, const char *arg, char *why, s
 {
 	uint64_t v;
 
-	if (parse_uint(arg, 1, 10000, &v))
+	if (option_parse_uint(arg, 1, 10000, &v))
 		return WHY("must be a whole number of Hz from 1 to 10000");
 	cfg->frequency_hz = (unsigned int)v;
 	return 0;
@@ -161,7 +160,7 @@ static int opt_output_dir(struct agent_config *cfg, const char *arg, char *why, 
 {
 	if (!*arg)
 		return WHY("must name a folder");
-	return set_string(&cfg->output_dir, arg, why, len);
+	return option_set_string(&cfg->output_dir, arg, why, len);
 }
 
 static int opt_output_max_bytes(struct agent_config *cfg, const char *arg, char *why, size_t len)
@@ -189,7 +188,7 @@ static int opt_pid(struct agent_config *cfg, const char *arg, char *why, size_t 
 	uint32_t *pids;
 	uint64_t v;
 
-	if (parse_uint(arg, 1, 4194304, &v))
+	if (option_parse_uint(arg, 1, 4194304, &v))
 		return WHY("must be a process id (1 to 4194304)");
 	if (cfg->nr_pids >= 4096)
 		return WHY("is given too often (at most 4096 processes)");
@@ -203,14 +202,14 @@ static int opt_pid(struct agent_config *cfg, const char *arg, char *why, size_t 
 
 static int opt_no_kernel(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	return set_flag(&cfg->kernel_stacks, true, arg, why, len);
+	return option_set_flag(&cfg->kernel_stacks, true, arg, why, len);
 }
 
 static int opt_top(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	uint64_t v;
 
-	if (parse_uint(arg, 0, 1000, &v))
+	if (option_parse_uint(arg, 0, 1000, &v))
 		return WHY("must be a number of functions from 0 to 1000");
 	cfg->top = (unsigned int)v;
 	return 0;
@@ -248,7 +247,7 @@ static int opt_max_stacks(struct agent_config *cfg, const char *arg, char *why, 
 {
 	uint64_t v;
 
-	if (parse_uint(arg, 0, 1U << 22, &v) || (v && v < 1024))
+	if (option_parse_uint(arg, 0, 1U << 22, &v) || (v && v < 1024))
 		return WHY(
 			"must be 0 (sized from CPUs, frequency and interval) or 1024 to 4194304");
 	cfg->max_stacks = (uint32_t)v;
@@ -257,34 +256,34 @@ static int opt_max_stacks(struct agent_config *cfg, const char *arg, char *why, 
 
 static int opt_skip_walk(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	return set_flag(&cfg->skip_walk, false, arg, why, len);
+	return option_set_flag(&cfg->skip_walk, false, arg, why, len);
 }
 
 static int opt_version(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	return set_flag(&cfg->show_version, false, arg, why, len);
+	return option_set_flag(&cfg->show_version, false, arg, why, len);
 }
 
 static int opt_help(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	return set_flag(&cfg->show_help, false, arg, why, len);
+	return option_set_flag(&cfg->show_help, false, arg, why, len);
 }
 
 static int opt_print_config(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	return set_flag(&cfg->print_config, false, arg, why, len);
+	return option_set_flag(&cfg->print_config, false, arg, why, len);
 }
 
 static int opt_print_reference(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	return set_flag(&cfg->print_reference, false, arg, why, len);
+	return option_set_flag(&cfg->print_reference, false, arg, why, len);
 }
 
 static int opt_config(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	if (!*arg)
 		return WHY("must name a YAML file");
-	return set_string(&cfg->config_file, arg, why, len);
+	return option_set_string(&cfg->config_file, arg, why, len);
 }
 
 /* HOST:PORT, [IPV6]:PORT or :PORT (every address). */
@@ -293,40 +292,40 @@ static int opt_metrics_address(struct agent_config *cfg, const char *arg, char *
 	const char *colon = strrchr(arg, ':');
 	uint64_t port;
 
-	if (!colon || parse_uint(colon + 1, 1, 65535, &port) ||
+	if (!colon || option_parse_uint(colon + 1, 1, 65535, &port) ||
 	    (arg[0] == '[' && (colon == arg || colon[-1] != ']')))
 		return WHY("must be HOST:PORT, [IPV6]:PORT or :PORT (e.g. 127.0.0.1:9400)");
-	return set_string(&cfg->metrics_address, arg, why, len);
+	return option_set_string(&cfg->metrics_address, arg, why, len);
 }
 
 static int opt_node_name(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	if (!*arg || strlen(arg) > 253)
 		return WHY("must be a host name of 1 to 253 characters");
-	return set_string(&cfg->node_name, arg, why, len);
+	return option_set_string(&cfg->node_name, arg, why, len);
 }
 
 static int opt_kubernetes(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	return set_flag(&cfg->kubernetes, false, arg, why, len);
+	return option_set_flag(&cfg->kubernetes, false, arg, why, len);
 }
 
 static int opt_kubernetes_api_url(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	if (strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7))
 		return WHY("must be an http:// or https:// URL");
-	return set_string(&cfg->kubernetes_api_url, arg, why, len);
+	return option_set_string(&cfg->kubernetes_api_url, arg, why, len);
 }
 
 static int opt_kubernetes_token_file(struct agent_config *cfg, const char *arg, char *why,
 				     size_t len)
 {
-	return set_string(&cfg->kubernetes_token_file, arg, why, len);
+	return option_set_string(&cfg->kubernetes_token_file, arg, why, len);
 }
 
 static int opt_kubernetes_ca_file(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
-	return set_string(&cfg->kubernetes_ca_file, arg, why, len);
+	return option_set_string(&cfg->kubernetes_ca_file, arg, why, len);
 }
 
 static int opt_kubernetes_pod_label(struct agent_config *cfg, const char *arg, char *why,
@@ -398,6 +397,64 @@ static const struct option_desc options[] = {
 	  NULL, opt_kubernetes_ca_file },
 	{ "kubernetes-pod-label", 0, "KEY", "copy this pod label into profiles (repeatable)", NULL,
 	  OPT_REPEATABLE, NULL, opt_kubernetes_pod_label },
+	{ "server-url", 0, "URL",
+	  "send profiles to this Grafana Pyroscope (e.g. http://pyroscope:4040); without "
+	  "--output-dir, nothing is written locally",
+	  NULL, 0, NULL, opt_server_url },
+	{ "pyroscope-api", 0, "API", "push (the Connect push API) or ingest (the /ingest API)",
+	  "push", 0, NULL, opt_pyroscope_api },
+	{ "service-name-rule", 0, "RULE",
+	  "name processes whose executable (exe:GLOB=NAME) or name (comm:GLOB=NAME) matches "
+	  "(repeatable; first match wins)",
+	  NULL, OPT_REPEATABLE, NULL, opt_service_name_rule },
+	{ "label", 0, "NAME=VALUE", "add this label to every series sent (repeatable)", NULL,
+	  OPT_REPEATABLE, NULL, opt_label },
+	{ "sample-labels", 0, "LABEL",
+	  "also send these sample labels: comm, thread_name (each becomes a series label)", NULL,
+	  OPT_REPEATABLE, NULL, opt_sample_labels },
+	{ "tls-ca-file", 0, "FILE", "trust the server certificates this CA file (PEM) signs",
+	  "the system's", 0, NULL, opt_tls_ca_file },
+	{ "tls-cert-file", 0, "FILE", "client certificate (PEM) for mutual TLS", NULL, 0, NULL,
+	  opt_tls_cert_file },
+	{ "tls-key-file", 0, "FILE", "key (PEM) of the client certificate", NULL, 0, NULL,
+	  opt_tls_key_file },
+	{ "tls-insecure-skip-verify", 0, NULL,
+	  "do not verify the server's certificate (unsafe: for tests only)", NULL, OPT_FLAG, NULL,
+	  opt_tls_insecure },
+	{ "basic-auth-user", 0, "USER", "HTTP basic auth user (Grafana Cloud: the stack's user id)",
+	  NULL, 0, NULL, opt_basic_auth_user },
+	{ "basic-auth-password-file", 0, "FILE", "read the basic auth password from FILE", NULL, 0,
+	  NULL, opt_basic_auth_password_file },
+	{ "basic-auth-password", 0, "PASSWORD",
+	  "the basic auth password itself: from the environment or the file, never a flag", NULL,
+	  OPT_SECRET, NULL, opt_basic_auth_password },
+	{ "bearer-token-file", 0, "FILE", "send 'Authorization: Bearer' with the token in FILE",
+	  NULL, 0, NULL, opt_bearer_token_file },
+	{ "tenant-id", 0, "ID", "send X-Scope-OrgID: ID (multi-tenant Pyroscope)", NULL, 0, NULL,
+	  opt_tenant_id },
+	{ "header", 0, "'NAME: VALUE'",
+	  "send this HTTP header with every request (repeatable; shown by ps: no secrets)", NULL,
+	  OPT_REPEATABLE | OPT_REDACT, NULL, opt_header },
+	{ "upload-connect-timeout", 0, "DURATION", "give up connecting after this long", "5s", 0,
+	  NULL, opt_upload_connect_timeout },
+	{ "upload-timeout", 0, "DURATION", "give up on one request after this long", "30s", 0, NULL,
+	  opt_upload_timeout },
+	{ "upload-concurrency", 0, "N", "requests in flight at most", "4", 0, NULL,
+	  opt_upload_concurrency },
+	{ "queue-max-bytes", 0, "SIZE", "memory for profiles waiting to be sent", "16MiB", 0, NULL,
+	  opt_queue_max_bytes },
+	{ "spool-dir", 0, "DIR",
+	  "keep profiles the memory queue cannot hold here, and across restarts", NULL, 0, NULL,
+	  opt_spool_dir },
+	{ "spool-max-bytes", 0, "SIZE", "disk for the spool; past it the oldest profiles go",
+	  "512MiB", 0, NULL, opt_spool_max_bytes },
+	{ "upload-max-age", 0, "DURATION",
+	  "drop profiles not sent within this long (the server refuses older ones)", "1h",
+	  OPT_HIDDEN, NULL, opt_upload_max_age },
+	{ "upload-max-profile-bytes", 0, "SIZE", "tests: per-profile size limit", "2000000",
+	  OPT_HIDDEN, NULL, opt_upload_max_bytes },
+	{ "upload-max-profile-samples", 0, "N", "tests: per-profile sample limit", "16000",
+	  OPT_HIDDEN, NULL, opt_upload_max_samples },
 	{ "bench-skip-walk", 0, NULL, "benchmarks only: sample without walking stacks", NULL,
 	  OPT_FLAG | OPT_HIDDEN, NULL, opt_skip_walk },
 	{ "print-config", 0, NULL, "print the effective configuration and exit", NULL,
@@ -449,6 +506,12 @@ void config_init(struct agent_config *cfg)
 	cfg->log_level = LOG_LEVEL_INFO;
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
 	cfg->symbol_cache_bytes = 64ULL << 20;
+	cfg->upload_connect_timeout_sec = 5;
+	cfg->upload_timeout_sec = 30;
+	cfg->upload_concurrency = 4;
+	cfg->queue_max_bytes = 16ULL << 20;
+	cfg->spool_max_bytes = 512ULL << 20;
+	cfg->upload_max_age_sec = 3600;
 }
 
 void config_fini(struct agent_config *cfg)
@@ -466,6 +529,7 @@ void config_fini(struct agent_config *cfg)
 		free(cfg->kubernetes_pod_labels[i]);
 	free(cfg->kubernetes_pod_labels);
 	free(cfg->config_file);
+	config_server_fini(cfg);
 	config_trace_free(cfg->trace);
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -488,7 +552,7 @@ void config_usage(FILE *out)
 		else
 			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
 				 o->arg ? o->arg : "");
-		fprintf(out, "  %-28s %s", left, o->help);
+		fprintf(out, "  %-32s %s", left, o->help);
 		if (o->def)
 			fprintf(out, " (default: %s)", o->def);
 		fputc('\n', out);

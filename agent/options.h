@@ -43,6 +43,35 @@ struct agent_config {
 	char *kubernetes_ca_file;
 	char **kubernetes_pod_labels; /* pod labels copied to profiles */
 	size_t nr_kubernetes_pod_labels;
+	/* Sending to a profiling server (Grafana Pyroscope). */
+	char *server_url;      /* NULL: no server */
+	bool pyroscope_ingest; /* the /ingest API instead of push */
+	char *tls_ca_file;     /* extra trust anchors, PEM */
+	char *tls_cert_file;   /* client certificate (mTLS) */
+	char *tls_key_file;    /* its key */
+	bool tls_insecure;     /* skip verification */
+	char *basic_auth_user; /* with a password from the file or the secret */
+	char *basic_auth_password_file;
+	char *basic_auth_password; /* secret: environment or file only */
+	char *bearer_token_file;
+	char *tenant_id; /* X-Scope-OrgID */
+	char **headers;	 /* "Name: value" */
+	size_t nr_headers;
+	unsigned int upload_connect_timeout_sec;
+	unsigned int upload_timeout_sec;
+	unsigned int upload_concurrency; /* requests in flight */
+	uint64_t queue_max_bytes;
+	char *spool_dir; /* NULL: no spool */
+	uint64_t spool_max_bytes;
+	uint64_t upload_max_age_sec; /* drop profiles older than this */
+	uint64_t upload_max_bytes;   /* hidden: per-profile size limit (tests) */
+	uint64_t upload_max_samples; /* hidden: per-profile sample limit (tests) */
+	char **service_name_rules;   /* "exe:GLOB=NAME", "comm:GLOB=NAME" */
+	size_t nr_service_name_rules;
+	char **labels; /* "name=value" series labels */
+	size_t nr_labels;
+	char **sample_labels; /* "comm", "thread_name" */
+	size_t nr_sample_labels;
 	char *config_file; /* where file settings came from, NULL: none */
 	bool skip_walk;	   /* benchmark only: sample without walking stacks */
 	bool show_version;
@@ -60,6 +89,7 @@ enum option_flags {
 	OPT_SECRET = 1 << 2,	 /* no command-line form (argv is public); redacted in output */
 	OPT_CLI_ONLY = 1 << 3,	 /* an action or --config: not from the environment or file */
 	OPT_HIDDEN = 1 << 4,	 /* a benchmark or test aid: not documented */
+	OPT_REDACT = 1 << 5,	 /* may hold a secret: redacted in --print-config */
 };
 
 typedef int (*option_parse_fn)(struct agent_config *cfg, const char *value, char *why, size_t len);

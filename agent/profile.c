@@ -117,7 +117,7 @@ static bool equal_sample_key(const void *a, const void *b)
 {
 	const struct profile_sample *x = a, *y = b;
 
-	return x->hash == y->hash && x->nr_locations == y->nr_locations &&
+	return x->hash == y->hash && x->group == y->group && x->nr_locations == y->nr_locations &&
 	       x->nr_labels == y->nr_labels &&
 	       (!x->nr_locations ||
 		!memcmp(x->locations, y->locations, x->nr_locations * sizeof(x->locations[0]))) &&
@@ -426,12 +426,25 @@ int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t a
 	return (int64_t)++p->nr_locations;
 }
 
-int profile__add_sample(struct profile *p, const uint64_t *locations, uint32_t nr_locations,
-			const struct profile_label *labels, uint32_t nr_labels, uint64_t count)
+const char *location_tag_name(enum location_tag tag)
+{
+	static const char *const names[TAG_MAX] = {
+		[TAG_TRUNCATED] = "[truncated]",
+		[TAG_UNKNOWN] = "[unknown]",
+		[TAG_OTHER] = "[other stacks]",
+	};
+
+	return tag > TAG_NONE && tag < TAG_MAX ? names[tag] : "";
+}
+
+int profile__add_group_sample(struct profile *p, uint32_t group, const uint64_t *locations,
+			      uint32_t nr_locations, const struct profile_label *labels,
+			      uint32_t nr_labels, uint64_t count)
 {
 	struct profile_sample probe = {
 		.nr_locations = nr_locations,
 		.nr_labels = nr_labels,
+		.group = group,
 		.locations = (uint64_t *)locations,
 		.labels = (struct profile_label *)labels,
 	}, *s, *k;
@@ -439,7 +452,7 @@ int profile__add_sample(struct profile *p, const uint64_t *locations, uint32_t n
 	int err;
 
 	probe.hash = hash_bytes(locations, nr_locations * sizeof(*locations), nr_labels) ^
-		     hash_bytes(labels, nr_labels * sizeof(*labels), 3);
+		     hash_bytes(labels, nr_labels * sizeof(*labels), 3) ^ hash_u64(group);
 	found = (uintptr_t)hashmap__find(&p->sample_index, &probe);
 	if (found) {
 		s = &p->samples[found - 1];
@@ -470,6 +483,21 @@ int profile__add_sample(struct profile *p, const uint64_t *locations, uint32_t n
 	s->values[1] += (int64_t)(count * p->opts.period_ns);
 	p->total_count += count;
 	return 0;
+}
+
+int64_t profile__placeholder(struct profile *p, enum location_tag tag, uint64_t address)
+{
+	const char *name = location_tag_name(tag);
+	struct profile_line line = { 0 };
+	int64_t fn;
+
+	if (!name[0])
+		return -EINVAL;
+	fn = profile__function(p, name, name, "", 0);
+	if (fn < 0)
+		return fn;
+	line.function_id = (uint64_t)fn;
+	return profile__add_location(p, 0, address, (uint64_t)tag, &line, 1);
 }
 
 int profile__comment(struct profile *p, const char *text)

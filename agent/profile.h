@@ -49,6 +49,19 @@ struct profile_line {
 	int64_t line;
 };
 
+/* Location tags: placeholders have no mapping and must not merge with each other
+ * (DESIGN.md requirement 8). */
+enum location_tag {
+	TAG_NONE = 0,
+	TAG_TRUNCATED = 1, /* "[truncated]": the walk stopped before the outermost frame */
+	TAG_UNKNOWN = 2,   /* "[unknown]": an address in no mapping */
+	TAG_OTHER = 3,	   /* "[other stacks]": cold stacks folded to fit a server's limits */
+	TAG_MAX,
+};
+
+/* The placeholder function name of a tag ("" for TAG_NONE). */
+const char *location_tag_name(enum location_tag tag);
+
 struct profile_location {
 	uint64_t id;
 	uint64_t mapping_id; /* 0: none */
@@ -68,6 +81,7 @@ struct profile_label {
 struct profile_sample {
 	uint32_t nr_locations;
 	uint32_t nr_labels;
+	uint32_t group;	     /* the caller's grouping (a server's target); part of the identity */
 	uint64_t *locations; /* leaf first, ids */
 	struct profile_label *labels;
 	int64_t values[2]; /* samples/count, cpu/nanoseconds */
@@ -141,12 +155,29 @@ int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t a
 			      uint32_t nr_lines) __must_check;
 
 /*
- * Add count samples with these locations (leaf first) and labels (copied), merged with an
- * identical sample. Returns 0 or -errno.
+ * Add count samples of group `group` with these locations (leaf first) and labels (copied),
+ * merged with an identical sample of the same group. Returns 0 or -errno.
  */
-int profile__add_sample(struct profile *p, const uint64_t *locations, uint32_t nr_locations,
-			const struct profile_label *labels, uint32_t nr_labels,
-			uint64_t count) __must_check;
+int profile__add_group_sample(struct profile *p, uint32_t group, const uint64_t *locations,
+			      uint32_t nr_locations, const struct profile_label *labels,
+			      uint32_t nr_labels, uint64_t count) __must_check;
+
+/* profile__add_group_sample() in group 0. */
+static inline int __must_check profile__add_sample(struct profile *p, const uint64_t *locations,
+						   uint32_t nr_locations,
+						   const struct profile_label *labels,
+						   uint32_t nr_labels, uint64_t count)
+{
+	return profile__add_group_sample(p, 0, locations, nr_locations, labels, nr_labels, count);
+}
+
+/*
+ * The placeholder location of tag (DESIGN.md requirement 8): mapping 0, one Line whose
+ * function is named after the tag; address kept (an [unknown] frame's) or 0. Returns its id
+ * (> 0) or -errno.
+ */
+int64_t profile__placeholder(struct profile *p, enum location_tag tag,
+			     uint64_t address) __must_check;
 
 /* Add a free-form comment (Profile.comment; `go tool pprof -comments`). Returns 0 or -errno. */
 int profile__comment(struct profile *p, const char *text) __must_check;

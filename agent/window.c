@@ -10,14 +10,8 @@
 #include "log.h"
 #include "profile.h"
 #include "proctab.h"
+#include "targets.h"
 #include "window.h"
-
-/* Location tags: placeholders share mapping 0 and must not merge with each other. */
-enum {
-	TAG_NONE = 0,
-	TAG_TRUNCATED = 1,
-	TAG_UNKNOWN = 2,
-};
 
 #define MAX_INLINE_FRAMES 16
 #define MAX_FRAMES	  (2 * IGNIS_MAX_STACK_DEPTH + 2)
@@ -75,7 +69,6 @@ struct build_ctx {
 	struct hashmap mappings;     /* struct sym_object * -> mapping id */
 	struct hashmap image_labels; /* struct proc_image * -> struct image_labels */
 	int64_t kernel_mapping;	     /* mapping id, 0 until first needed */
-	int64_t placeholder_fn[3];   /* function ids of the placeholders, by tag */
 	int64_t key_pid, key_tid, key_comm, key_thread_name;
 };
 
@@ -83,6 +76,7 @@ struct build_ctx {
 #define MAX_IMAGE_LABELS (5 + KUBE_MAX_POD_LABELS)
 struct image_labels {
 	uint32_t nr;
+	uint32_t target; /* the sample group: a server's target, 0 without targets */
 	struct profile_label l[MAX_IMAGE_LABELS];
 };
 
@@ -136,23 +130,9 @@ static bool is_root_function(const char *name)
 	return false;
 }
 
-/* A placeholder location: one Line naming it, mapping 0. */
-static int64_t placeholder(struct build_ctx *c, int tag, uint64_t address)
+static int64_t placeholder(struct build_ctx *c, enum location_tag tag, uint64_t address)
 {
-	static const char *const names[] = {
-		[TAG_TRUNCATED] = "[truncated]", [TAG_UNKNOWN] = "[unknown]"
-	};
-	struct profile_line line = { 0 };
-	int64_t fn = c->placeholder_fn[tag];
-
-	if (!fn) {
-		fn = profile__function(c->p, names[tag], names[tag], "", 0);
-		if (fn < 0)
-			return fn;
-		c->placeholder_fn[tag] = fn;
-	}
-	line.function_id = (uint64_t)fn;
-	return profile__add_location(c->p, 0, address, (uint64_t)tag, &line, 1);
+	return profile__placeholder(c->p, tag, address);
 }
 
 static int64_t kernel_mapping(struct build_ctx *c)
@@ -443,6 +423,7 @@ static struct image_labels *labels_of(struct build_ctx *c, const struct proc_ima
 	const struct proc_meta *m = &img->meta;
 	struct pod_meta pod;
 	char short_id[13];
+	bool known;
 	size_t i;
 
 	if (il)
@@ -453,7 +434,24 @@ static struct image_labels *labels_of(struct build_ctx *c, const struct proc_ima
 		return NULL;
 	}
 	*err = 0;
-	if (kube__lookup(c->wb->opts.kube, m->pod_uid, m->container_id, &pod)) {
+	known = kube__lookup(c->wb->opts.kube, m->pod_uid, m->container_id, &pod);
+	if (c->wb->opts.targets) {
+		struct target_process tp = {
+			.exe = img->exe,
+			.comm = img->comm,
+			.meta = m,
+			.pod = known ? &pod : NULL,
+		};
+		int64_t id = targets__resolve(c->wb->opts.targets, &tp);
+
+		if (id < 0) {
+			free(il);
+			*err = (int)id;
+			return NULL;
+		}
+		il->target = (uint32_t)id;
+	}
+	if (known) {
 		*err = add_label(c, il, "namespace", pod.namespace_);
 		if (!*err)
 			*err = add_label(c, il, "pod", pod.pod);
@@ -490,7 +488,7 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 	struct proc_image *img = NULL;
 	char thread_name[IGNIS_COMM_LEN + 1];
 	const char *comm;
-	uint32_t n = 0;
+	uint32_t n = 0, group = 0;
 	bool truncated = false;
 	int64_t str;
 	int err = 0;
@@ -581,9 +579,21 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 			return err;
 		memcpy(labels + 4, il->l, il->nr * sizeof(il->l[0]));
 		nr_labels += il->nr;
+		group = il->target;
+	} else if (c->wb->opts.targets) {
+		/* A kernel thread, or a process never captured: named by its comm. */
+		struct target_process tp = {
+			.comm = thread_name,
+			.kthread = k->flags & SAMPLE_F_KTHREAD,
+		};
+		int64_t target = targets__resolve(c->wb->opts.targets, &tp);
+
+		if (target < 0)
+			return (int)target;
+		group = (uint32_t)target;
 	}
 
-	err = profile__add_sample(c->p, locs, n, labels, nr_labels, s->count);
+	err = profile__add_group_sample(c->p, group, locs, n, labels, nr_labels, s->count);
 	if (err)
 		return err;
 	c->stats->samples += s->count;

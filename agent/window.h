@@ -29,6 +29,7 @@ struct kube;
 struct profile;
 struct proctab;
 struct symbolizer;
+struct targets;
 
 /* Per-window outcome of symbolization. */
 struct window_stats {
@@ -56,14 +57,17 @@ struct window_builder_opts {
 	bool kernel_symbols;	     /* kallsyms was loaded and shows addresses */
 	const char *kernel_build_id; /* hex, or NULL */
 	struct kube *kube;	     /* Kubernetes names, or NULL */
+	struct targets *targets;     /* group samples by target (a server's series), or NULL */
 };
 
 struct window_builder *window_builder__new(const struct window_builder_opts *opts);
 void window_builder__free(struct window_builder *wb);
 
 /*
- * Add every sample of dw, recorded during window `seq`, to p. Errors that touch one sample
- * (a profile cap) are counted in stats and do not stop the window. Returns 0 or -ENOMEM.
+ * Add every sample of dw, recorded during window `seq`, to p, each in the group of its
+ * target when the builder has targets (the caller resets them per window). Errors that
+ * touch one sample (a profile cap) are counted in stats and do not stop the window.
+ * Returns 0 or -ENOMEM.
  */
 int window_builder__add(struct window_builder *wb, const struct drained_window *dw, uint64_t seq,
 			struct profile *p, struct window_stats *stats) __must_check;

@@ -101,13 +101,21 @@ unit_deps_test_kallsyms := libsymbolizer.a
 unit_deps_test_hashmap := agent/hashmap.o
 unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
 			  agent/profile.pb-c.o agent/top.o
-unit_deps_test_options := agent/options.o agent/config.o agent/log.o agent/util.o
+unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o agent/log.o \
+			  agent/util.o agent/targets.o agent/profile.o agent/hashmap.o
 unit_deps_test_procfs := agent/procfs.o agent/util.o
 unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o agent/metadata.o \
 			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o agent/kubernetes.o \
+			  agent/http.o agent/targets.o \
 			  libsymbolizer.a
 unit_deps_test_metadata := agent/metadata.o
-unit_deps_test_kubernetes := agent/kubernetes.o agent/hashmap.o agent/log.o agent/util.o
+unit_deps_test_kubernetes := agent/kubernetes.o agent/http.o agent/hashmap.o agent/log.o \
+			     agent/util.o
+unit_deps_test_targets := agent/targets.o agent/profile.o agent/hashmap.o agent/util.o
+unit_deps_test_split := agent/split.o agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
+			agent/profile.pb-c.o
+unit_deps_test_upload := agent/uploader.o agent/spool.o agent/pyroscope.o agent/http.o \
+			 agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/push.pb-c.o
 unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
 unit_deps_test_cpulist := agent/sampler.o agent/log.o
 

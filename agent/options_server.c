@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The settings of the server sink: where, how to authenticate, how much to queue, and how
+ * to name what is sent. Their table entries are in options.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "options_internal.h"
+#include "targets.h"
+
+int option_list_add(char ***list, size_t *nr, size_t max, const char *value, char *why, size_t len)
+{
+	char **grown, *copy;
+
+	if (*nr >= max)
+		return WHY("is given too often (at most %zu)", max);
+	copy = strdup(value);
+	grown = copy ? reallocarray(*list, *nr + 1, sizeof(**list)) : NULL;
+	if (!grown) {
+		free(copy);
+		return WHY("out of memory");
+	}
+	grown[(*nr)++] = copy;
+	*list = grown;
+	return 0;
+}
+
+int opt_server_url(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	const char *host = strstr(arg, "://");
+
+	if ((strncmp(arg, "https://", 8) && strncmp(arg, "http://", 7)) || !host[3] ||
+	    host[3] == '/' || strpbrk(arg, " ?#\r\n"))
+		return WHY("must be an http:// or https:// URL without query "
+			   "(e.g. http://pyroscope:4040)");
+	if (memchr(host + 3, '@', strcspn(host + 3, "/")))
+		return WHY("must not carry credentials: use --basic-auth-user and "
+			   "--basic-auth-password-file");
+	return option_set_string(&cfg->server_url, arg, why, len);
+}
+
+int opt_pyroscope_api(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!strcmp(arg, "push"))
+		cfg->pyroscope_ingest = false;
+	else if (!strcmp(arg, "ingest"))
+		cfg->pyroscope_ingest = true;
+	else
+		return WHY("must be push or ingest");
+	return 0;
+}
+
+static int file_arg(char **field, const char *arg, char *why, size_t len)
+{
+	if (!*arg)
+		return WHY("must name a file");
+	return option_set_string(field, arg, why, len);
+}
+
+int opt_tls_ca_file(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return file_arg(&cfg->tls_ca_file, arg, why, len);
+}
+
+int opt_tls_cert_file(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return file_arg(&cfg->tls_cert_file, arg, why, len);
+}
+
+int opt_tls_key_file(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return file_arg(&cfg->tls_key_file, arg, why, len);
+}
+
+int opt_tls_insecure(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return option_set_flag(&cfg->tls_insecure, false, arg, why, len);
+}
+
+int opt_basic_auth_user(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!*arg || strpbrk(arg, ":\r\n"))
+		return WHY("must be a user name without ':' (Grafana Cloud: the stack's numeric "
+			   "profiles user)");
+	return option_set_string(&cfg->basic_auth_user, arg, why, len);
+}
+
+int opt_basic_auth_password_file(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return file_arg(&cfg->basic_auth_password_file, arg, why, len);
+}
+
+int opt_basic_auth_password(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!*arg || strpbrk(arg, "\r\n"))
+		return WHY("must be one line of text");
+	if (cfg->basic_auth_password)
+		memset(cfg->basic_auth_password, 0, strlen(cfg->basic_auth_password));
+	return option_set_string(&cfg->basic_auth_password, arg, why, len);
+}
+
+int opt_bearer_token_file(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return file_arg(&cfg->bearer_token_file, arg, why, len);
+}
+
+int opt_tenant_id(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	/* Tenant ids (Cortex, Mimir, Pyroscope): up to 150 of [A-Za-z0-9!-_.*'()]. */
+	if (!*arg || strlen(arg) > 150 ||
+	    strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!-_.*'()") !=
+		    strlen(arg))
+		return WHY("must be 1 to 150 of A-Z a-z 0-9 ! - _ . * ' ( )");
+	return option_set_string(&cfg->tenant_id, arg, why, len);
+}
+
+int opt_header(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	static const char *const ours[] = {
+		"Content-Type",	     "Content-Length",		 "Content-Encoding", "Host",
+		"Transfer-Encoding", "Connect-Protocol-Version", "X-Scope-OrgID",
+	};
+	const char *colon = strchr(arg, ':');
+	size_t n, i;
+
+	if (!colon || colon == arg || strpbrk(arg, "\r\n"))
+		return WHY("must be 'Name: value' (e.g. 'X-Team: payments')");
+	n = (size_t)(colon - arg);
+	if (strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+			"!#$%&'*+-.^_`|~") != n)
+		return WHY("the header name '%.*s' is not an HTTP token", (int)n, arg);
+	for (i = 0; i < ARRAY_SIZE(ours); i++)
+		if (strlen(ours[i]) == n && !strncasecmp(arg, ours[i], n))
+			return WHY("%s is set by ignis itself%s", ours[i],
+				   i == 6 ? ": use --tenant-id" : "");
+	return option_list_add(&cfg->headers, &cfg->nr_headers, 64, arg, why, len);
+}
+
+static int seconds(unsigned int *field, const char *arg, uint64_t min, uint64_t max, char *why,
+		   size_t len)
+{
+	uint64_t v;
+
+	if (parse_duration(arg, &v) || v < min || v > max)
+		return WHY("must be a duration from %llus to %llus (e.g. 10s, 1m)",
+			   (unsigned long long)min, (unsigned long long)max);
+	*field = (unsigned int)v;
+	return 0;
+}
+
+int opt_upload_connect_timeout(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return seconds(&cfg->upload_connect_timeout_sec, arg, 1, 300, why, len);
+}
+
+int opt_upload_timeout(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return seconds(&cfg->upload_timeout_sec, arg, 1, 600, why, len);
+}
+
+int opt_upload_concurrency(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (option_parse_uint(arg, 1, 64, &v))
+		return WHY("must be a number of requests from 1 to 64");
+	cfg->upload_concurrency = (unsigned int)v;
+	return 0;
+}
+
+int opt_queue_max_bytes(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (parse_size(arg, &v) || v < (1ULL << 20))
+		return WHY("must be a size of at least 1MiB (e.g. 16MiB)");
+	cfg->queue_max_bytes = v;
+	return 0;
+}
+
+int opt_spool_dir(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!*arg)
+		return WHY("must name a folder");
+	return option_set_string(&cfg->spool_dir, arg, why, len);
+}
+
+int opt_spool_max_bytes(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (parse_size(arg, &v) || v < (1ULL << 20))
+		return WHY("must be a size of at least 1MiB (e.g. 512MiB)");
+	cfg->spool_max_bytes = v;
+	return 0;
+}
+
+int opt_upload_max_age(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (parse_duration(arg, &v) || v < 10 || v > 86400)
+		return WHY("must be a duration from 10s to 1d (the server's ingestion window is "
+			   "about 1h)");
+	cfg->upload_max_age_sec = v;
+	return 0;
+}
+
+int opt_upload_max_bytes(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (parse_size(arg, &v) || v < 1024 || v > (64ULL << 20))
+		return WHY("must be a size from 1KiB to 64MiB");
+	cfg->upload_max_bytes = v;
+	return 0;
+}
+
+int opt_upload_max_samples(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (option_parse_uint(arg, 2, 1000000, &v))
+		return WHY("must be a number from 2 to 1000000");
+	cfg->upload_max_samples = v;
+	return 0;
+}
+
+int opt_service_name_rule(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	int err = targets_check_rule(arg, why, len);
+
+	if (err)
+		return err;
+	return option_list_add(&cfg->service_name_rules, &cfg->nr_service_name_rules, 256, arg, why,
+			       len);
+}
+
+int opt_label(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	size_t i, n = strcspn(arg, "=");
+	int err = targets_check_label(arg, why, len);
+
+	if (err)
+		return err;
+	for (i = 0; i < cfg->nr_labels; i++)
+		if (!strncmp(cfg->labels[i], arg, n) && cfg->labels[i][n] == '=')
+			return WHY("'%.*s' is given twice", (int)n, arg);
+	if (cfg->nr_labels >= TARGET_MAX_STATIC)
+		return WHY("is given too often: a series has at most %d labels, and ignis "
+			   "needs %d of them, so at most %d static labels",
+			   TARGET_MAX_LABELS, TARGET_FIXED_LABELS + TARGET_SAMPLE_LABELS,
+			   TARGET_MAX_STATIC);
+	return option_list_add(&cfg->labels, &cfg->nr_labels, TARGET_MAX_STATIC, arg, why, len);
+}
+
+int opt_sample_labels(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	size_t i;
+
+	if (strcmp(arg, "comm") && strcmp(arg, "thread_name"))
+		return WHY(
+			"must be comm or thread_name (each becomes a series label in Pyroscope)");
+	for (i = 0; i < cfg->nr_sample_labels; i++)
+		if (!strcmp(cfg->sample_labels[i], arg))
+			return 0;
+	return option_list_add(&cfg->sample_labels, &cfg->nr_sample_labels, TARGET_SAMPLE_LABELS,
+			       arg, why, len);
+}
+
+static void free_list(char **list, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		free(list[i]);
+	free(list);
+}
+
+void config_server_fini(struct agent_config *cfg)
+{
+	free(cfg->server_url);
+	free(cfg->tls_ca_file);
+	free(cfg->tls_cert_file);
+	free(cfg->tls_key_file);
+	free(cfg->basic_auth_user);
+	free(cfg->basic_auth_password_file);
+	if (cfg->basic_auth_password)
+		memset(cfg->basic_auth_password, 0, strlen(cfg->basic_auth_password));
+	free(cfg->basic_auth_password);
+	free(cfg->bearer_token_file);
+	free(cfg->tenant_id);
+	free_list(cfg->headers, cfg->nr_headers);
+	free(cfg->spool_dir);
+	free_list(cfg->service_name_rules, cfg->nr_service_name_rules);
+	free_list(cfg->labels, cfg->nr_labels);
+	free_list(cfg->sample_labels, cfg->nr_sample_labels);
+}

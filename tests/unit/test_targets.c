@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "unit.h"
+
+#include "../../agent/kubernetes.h"
+#include "../../agent/metadata.h"
+#include "../../agent/targets.h"
+
+static const char *label(const struct target *t, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->nr_labels; i++)
+		if (!strcmp(t->labels[i].name, name))
+			return t->labels[i].value;
+	return NULL;
+}
+
+static const char *name_of(struct targets *t, const struct target_process *p, char *out,
+			   size_t size)
+{
+	targets__service_name(t, p, out, size);
+	return out;
+}
+
+static void test_service_name_order(void **state)
+{
+	char *rules[] = { "exe:/opt/billing/*=billing", "comm:pg_*=postgres" };
+	struct targets_opts o = { .hostname = "web-1", .rules = rules, .nr_rules = 2 };
+	struct targets *t = targets__new(&o);
+	struct proc_meta unit = { .unit = "getty@tty1.service" };
+	struct proc_meta scope = { .unit = "session-3.scope" };
+	struct proc_meta docker = { .container_id = "3f4e5a6b7c8d9e0f3f4e5a6b7c8d9e0f3f4e5a6b7c8d9e0f"
+						    "3f4e5a6b7c8d9e0f",
+				    .runtime = RUNTIME_DOCKER };
+	struct pod_meta pod = { .namespace_ = "shop", .pod = "cart-7d9f", .container = "cart" };
+	struct pod_meta annotated = pod;
+	struct target_process p = { 0 };
+	char out[SERVICE_NAME_MAX + 1];
+
+	(void)state;
+	assert_non_null(t);
+	snprintf(annotated.service_name, sizeof(annotated.service_name), "shop cart!");
+
+	/* Executable basename, last resort comm, kernel threads. */
+	p = (struct target_process){ .exe = "/usr/sbin/nginx", .comm = "nginx: worker" };
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "nginx");
+	p.exe = "/usr/bin/python3.11 (deleted)";
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "python3.11");
+	p.exe = "/memfd:runc_cloned:/proc/self/exe (deleted)";
+	p.comm = "runc:[2:INIT]";
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "runc__2_INIT_");
+	p = (struct target_process){ .comm = "kworker/0:1", .kthread = true };
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "kernel");
+	p = (struct target_process){ .exe = "", .comm = "" };
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "unknown");
+
+	/* Container id prefix, then a systemd service (not a scope), then Kubernetes. */
+	p = (struct target_process){ .exe = "/app/server", .comm = "server", .meta = &docker };
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "3f4e5a6b7c8d");
+	p.meta = &scope;
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "server");
+	p.meta = &unit;
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "getty_tty1");
+	p.meta = &docker;
+	p.pod = &pod;
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "shop/cart");
+	pod.container[0] = '\0';
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "shop/cart-7d9f");
+	p.pod = &annotated;
+	assert_string_equal(targets__service_name(t, &p, out, sizeof(out)), "annotation");
+	assert_string_equal(out, "shop_cart_");
+
+	/* Explicit rules win over everything, in order; exe and comm globs. */
+	p.exe = "/opt/billing/bin/worker";
+	assert_string_equal(targets__service_name(t, &p, out, sizeof(out)), "rule");
+	assert_string_equal(out, "billing");
+	p = (struct target_process){ .exe = "/usr/lib/postgresql/15/bin/postgres",
+				     .comm = "pg_walwriter" };
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "postgres");
+	p.comm = "postgres";
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "postgres"); /* basename */
+	p = (struct target_process){ .comm = "pg_kthread", .kthread = true };
+	assert_string_equal(name_of(t, &p, out, sizeof(out)), "postgres");
+	targets__free(t);
+}
+
+static void test_resolve_labels_and_interning(void **state)
+{
+	char *labels[] = { "env=prod", "region=eu-west-1" };
+	struct targets_opts o = { .hostname = "node-7", .labels = labels, .nr_labels = 2 };
+	struct targets *t = targets__new(&o);
+	struct pod_meta pod = { .namespace_ = "shop", .pod = "cart-1", .container = "cart" };
+	struct target_process a = { .exe = "/usr/sbin/nginx", .comm = "nginx" };
+	struct target_process b = { .exe = "/usr/local/sbin/nginx", .comm = "nginx" };
+	struct target_process c = { .exe = "/app/cart", .comm = "cart", .pod = &pod };
+	const struct target *tg;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(targets__resolve(t, &a), 0);
+	assert_int_equal(targets__resolve(t, &b), 0); /* same label set: same target */
+	assert_int_equal(targets__resolve(t, &c), 1);
+	assert_int_equal(targets__count(t), 2);
+
+	tg = targets__get(t, 0);
+	assert_string_equal(tg->labels[0].name, "__name__");
+	assert_string_equal(tg->labels[0].value, "process_cpu");
+	assert_string_equal(tg->labels[1].name, "service_name");
+	assert_string_equal(tg->service_name, "nginx");
+	assert_string_equal(label(tg, "hostname"), "node-7");
+	assert_string_equal(label(tg, "env"), "prod");
+	assert_string_equal(label(tg, "region"), "eu-west-1");
+	assert_null(label(tg, "namespace"));
+	assert_null(label(tg, "pid"));
+	assert_int_equal(tg->nr_labels, 5);
+
+	tg = targets__get(t, 1);
+	assert_string_equal(tg->service_name, "shop/cart");
+	assert_string_equal(label(tg, "namespace"), "shop");
+	assert_string_equal(label(tg, "pod"), "cart-1");
+	assert_string_equal(label(tg, "container"), "cart");
+	assert_int_equal(tg->nr_labels, 8);
+	assert_non_null(strstr(tg->key, "pod=cart-1\n"));
+	assert_null(targets__get(t, 2));
+
+	/* A new window: ids restart. */
+	targets__reset(t);
+	assert_int_equal(targets__count(t), 0);
+	assert_int_equal(targets__resolve(t, &c), 0);
+	targets__free(t);
+}
+
+static void test_checks(void **state)
+{
+	char why[256];
+	char long_value[TARGET_MAX_VALUE + 8];
+	char *bad_rules[] = { "exe:=x" };
+	struct targets_opts o = { .rules = bad_rules, .nr_rules = 1 };
+
+	(void)state;
+	assert_int_equal(targets_check_label("env=prod", why, sizeof(why)), 0);
+	assert_int_equal(targets_check_label("team_2=a b/c", why, sizeof(why)), 0);
+	assert_int_equal(targets_check_label("env", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "NAME=VALUE"));
+	assert_int_equal(targets_check_label("=x", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_label("a-b=x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "[a-zA-Z_]"));
+	assert_int_equal(targets_check_label("2a=x", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_label("__name__=x", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_label("service_name=x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "--service-name-rule"));
+	assert_int_equal(targets_check_label("hostname=x", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_label("env=", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_label("env=a,b", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_label("env=a}", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_label("env=\xff\xfe", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "UTF-8"));
+	assert_int_equal(targets_check_label("env=caf\xc3\xa9", why, sizeof(why)), 0);
+	memset(long_value, 'v', sizeof(long_value));
+	memcpy(long_value, "k=", 2);
+	long_value[sizeof(long_value) - 1] = '\0';
+	assert_int_equal(targets_check_label(long_value, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "2048"));
+
+	assert_int_equal(targets_check_rule("exe:/usr/bin/*=svc", why, sizeof(why)), 0);
+	assert_int_equal(targets_check_rule("comm:java=payments/api", why, sizeof(why)), 0);
+	assert_int_equal(targets_check_rule("path:/x=y", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_rule("exe:/x", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_rule("exe:=y", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_rule("exe:/x=", why, sizeof(why)), -EINVAL);
+	assert_int_equal(targets_check_rule("exe:/x=a b", why, sizeof(why)), -EINVAL);
+	assert_null(targets__new(&o));
+	assert_int_equal(errno, EINVAL);
+
+	assert_true(label_name_valid("env"));
+	assert_true(label_name_valid("_x9"));
+	assert_false(label_name_valid(""));
+	assert_false(label_name_valid("__x"));
+	assert_false(label_name_valid("a.b"));
+}
+
+static void test_sanitize(void **state)
+{
+	char out[16];
+
+	(void)state;
+	service_name_sanitize("getty@tty1", out, sizeof(out));
+	assert_string_equal(out, "getty_tty1");
+	service_name_sanitize("ns/app-1.2_x", out, sizeof(out));
+	assert_string_equal(out, "ns/app-1.2_x");
+	service_name_sanitize("a{b=c,d}", out, sizeof(out));
+	assert_string_equal(out, "a_b_c_d_");
+	service_name_sanitize("caf\xc3\xa9", out, sizeof(out));
+	assert_string_equal(out, "caf__");
+	service_name_sanitize("0123456789abcdefghij", out, sizeof(out));
+	assert_string_equal(out, "0123456789abcde"); /* cut to size */
+	service_name_sanitize("", out, sizeof(out));
+	assert_string_equal(out, "unknown");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_service_name_order),
+		cmocka_unit_test(test_resolve_labels_and_interning),
+		cmocka_unit_test(test_checks),
+		cmocka_unit_test(test_sanitize),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -174,8 +174,8 @@ int opt_queue_max_bytes(struct agent_config *cfg, const char *arg, char *why, si
 {
 	uint64_t v;
 
-	if (parse_size(arg, &v) || v < (1ULL << 20))
-		return WHY("must be a size of at least 1MiB (e.g. 16MiB)");
+	if (parse_size(arg, &v) || v < (64ULL << 10))
+		return WHY("must be a size of at least 64KiB (e.g. 16MiB)");
 	cfg->queue_max_bytes = v;
 	return 0;
 }

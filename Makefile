@@ -187,7 +187,7 @@ run: deps
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-all
 
-# QUICK=1 for a short run (< 2 min); BENCH_ONLY=overhead,bpf,agent,window for some sections.
+# QUICK=1 for a short run (< 2 min); BENCH_ONLY=overhead,bpf,agent,window,upload for some sections.
 bench: deps
 	$(Q)$(MAKE) --no-print-directory bench-run
 

@@ -543,6 +543,127 @@ def window_scale(res, quick):
             [growth], "from the warm medians above", target="~1 (linear)")
 
 
+# ---- 5: shipping to a server ------------------------------------------------------------------
+
+def metrics_text(port):
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return r.read().decode()
+
+
+def metric_value(text, name):
+    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def upload(res, quick):
+    """Bytes sent per window per target (70/30 workload, busy host) and the agent's memory
+    with its queue at the limit (server accepting connections but never answering)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    from pyroscope_receiver import Receiver
+    interval = 2 if quick else 10
+    windows = 2 if quick else 4
+    for case in ("hot2", "busy"):
+        rx = Receiver().start()
+        load = None
+        if case == "busy":
+            load = spawn([os.path.join(BENCH, "manyprocs"), "200",
+                          str(interval * (windows + 2) + 10), "50"])
+            time.sleep(3)
+        a = Ignis(100, "--server-url", rx.url, interval=interval)
+        if case == "hot2":
+            load = spawn([os.path.join(BUILD, "tests", "workloads", "hot2"),
+                          str(interval * (windows + 1))])
+        time.sleep(interval * (windows + 0.5))
+        a.stop()
+        rx.stop()
+        if load.poll() is None:
+            load.kill()
+            load.wait()
+        subprocess.run(["pkill", "-f", "manyprocs"], capture_output=True)
+        # Whole windows only: group what arrived by window start.
+        per_window = {}
+        for x in rx.accepted:
+            per_window.setdefault(x["profile"]["time_nanos"], []).append(x)
+        full = sorted(per_window)[1:-1] or sorted(per_window)
+        sizes = [len(x["raw"]) for t in full for x in per_window[t]
+                 if case == "busy" or x["service_name"] == "hot2"]
+        totals = [sum(len(x["raw"]) for x in per_window[t]) for t in full]
+        targets = [len({x["service_name"] for x in per_window[t]}) for t in full]
+        cmd = (f"ignis --frequency 100 --interval {interval} --server-url (test receiver)" +
+               (" with hot2 (70/30 on 2 threads)" if case == "hot2" else
+                " with manyprocs 200 processes + 50 exec/s"))
+        what = "hot2's target" if case == "hot2" else "each target"
+        res.add(f"upload_bytes_target_{case}", f"bytes sent per window, {what}, "
+                f"{'70/30 workload' if case == 'hot2' else 'busy host'}", "bytes", sizes,
+                cmd + "; gzip'd pprof as pushed")
+        res.add(f"upload_bytes_window_{case}", f"bytes sent per window, all targets, "
+                f"{'70/30 workload' if case == 'hot2' else 'busy host'}", "bytes", totals, cmd)
+        res.add(f"upload_targets_{case}", f"targets per window, "
+                f"{'70/30 workload' if case == 'hot2' else 'busy host'}", "targets", targets,
+                cmd)
+        log(f"upload {case}: {statistics.median(sizes) if sizes else 0:.0f} B per target, "
+            f"{statistics.median(totals) if totals else 0:.0f} B per window, "
+            f"{statistics.median(targets) if targets else 0} targets")
+
+    # The queue at its limit, with a server that never answers. At the busy host's rate the
+    # queue would take hours to fill (profiles expire after one), so fill it fast: 64 copies
+    # of manyprocs under different names are 64 services, 64 profiles per 1 s window.
+    limit_mib = 4 if quick else 16
+    port = 9000 + os.getpid() % 1000
+    rx = Receiver().start()
+    rx.program(script=["hang"] * 100000)
+    bindir = tempfile.mkdtemp(dir=TMP)
+    loads = []
+    for i in range(64):
+        exe = os.path.join(bindir, f"manyprocs_{i:02d}")
+        shutil.copy(os.path.join(BENCH, "manyprocs"), exe)
+        loads.append(spawn([exe, "3", "900", "0"]))
+    time.sleep(3)
+    a = Ignis(100, "--server-url", rx.url, "--queue-max-bytes", f"{limit_mib}MiB",
+              "--upload-timeout", "5s", "--metrics-address", f"127.0.0.1:{port}", interval=1)
+    time.sleep(5)
+    base = proc_status(a.pid, "VmRSS")
+    deadline = time.monotonic() + (240 if quick else 900)
+    full_at = None
+    while time.monotonic() < deadline:
+        time.sleep(2)
+        text = metrics_text(port)
+        if metric_value(text, 'ignis_profiles_dropped_total{reason="queue_full"}'):
+            full_at = time.monotonic()
+            break
+    queue = metric_value(text, "ignis_upload_queue_bytes")
+    rss_full = proc_status(a.pid, "VmRSS")
+    time.sleep(30)
+    rss_later = proc_status(a.pid, "VmRSS")
+    text = metrics_text(port)
+    queue_after = metric_value(text, "ignis_upload_queue_bytes")
+    dropped = metric_value(text, 'ignis_profiles_dropped_total{reason="queue_full"}')
+    a.stop()
+    rx.stop()
+    for load in loads:
+        load.kill()
+        load.wait()
+    subprocess.run(["pkill", "-f", "manyprocs"], capture_output=True)
+    shutil.rmtree(bindir, ignore_errors=True)
+    cmd = (f"ignis --interval 1 --queue-max-bytes {limit_mib}MiB, server never answers, "
+           "64 services of 3 processes")
+    if full_at is None:
+        log("upload: the queue did not reach its limit in time")
+        return
+    res.add("upload_queue_bytes_full", f"queue bytes at the limit ({limit_mib} MiB)", "MiB",
+            [queue / 1048576, queue_after / 1048576], cmd + "; ignis_upload_queue_bytes")
+    res.add("upload_rss_growth_fill", f"agent RSS growth while the queue fills ({limit_mib} MiB)",
+            "MiB", [(rss_full - base) / 1024],
+            cmd + "; VmRSS at the first queue_full drop minus VmRSS 5 s after start")
+    res.add("upload_rss_growth_full", "agent RSS growth in 30 s with the queue full", "MiB",
+            [(rss_later - rss_full) / 1024],
+            cmd + f"; VmRSS 30 s after the first queue_full drop minus VmRSS at it "
+            f"({dropped:.0f} profiles dropped by then)", target="<= 1 MiB (bounded)")
+    log(f"upload: queue at limit {queue / 1048576:.1f} MiB, RSS +{(rss_full - base) / 1024:.1f}"
+        f" MiB while filling, +{(rss_later - rss_full) / 1024:.1f} MiB in 30 s at the limit")
+
+
 # ---- 6: the README section --------------------------------------------------------------------
 
 def fmt(fig):
@@ -581,6 +702,8 @@ def verdicts(res):
         if k.startswith("window_ms_10000x"):
             at_most(k, 100)
     at_most("window_growth", 1.5)
+    if "upload_rss_growth_full" in f and f["upload_rss_growth_full"].get("n"):
+        rule("upload_rss_growth_full", med("upload_rss_growth_full") <= 1)
     for hz in (100, 1000):
         at_most(f"share_error_ignis_{hz}", 2)
         at_most(f"loss_ignis_{hz}", 0.1)
@@ -622,6 +745,8 @@ def report(res, quick):
           for x in ("cpu_pct", "rss", "rss_peak", "maps", "window_ms")]),
         ("Window scale (drain + symbolize + encode, warm)",
          [k for k in figs if k.startswith("window_ms_") or k == "window_growth"]),
+        ("Shipping to a server (Pyroscope push API, test receiver)",
+         [k for k in figs if k.startswith("upload_")]),
         ("Accuracy and loss",
          [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
           for x in ("share_error_pooled", "share_error", "complete_stacks")] +
@@ -653,7 +778,8 @@ def update_readme(section):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", help="comma-separated sections: overhead,bpf,agent,window")
+    parser.add_argument("--only",
+                        help="comma-separated sections: overhead,bpf,agent,window,upload")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite the README section from build/bench/results.json")
@@ -664,7 +790,8 @@ def main():
             res.data = json.load(f)
         update_readme(report(res, res.data.get("quick", False)))
         return
-    only = set(args.only.split(",")) if args.only else {"overhead", "bpf", "agent", "window"}
+    every = {"overhead", "bpf", "agent", "window", "upload"}
+    only = set(args.only.split(",")) if args.only else every
     if os.geteuid() != 0:
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
     res = Results(args.quick)
@@ -678,13 +805,15 @@ def main():
             agent_cost(res, args.quick)
         if "window" in only:
             window_scale(res, args.quick)
+        if "upload" in only:
+            upload(res, args.quick)
     finally:
         reap()
         shutil.rmtree(TMP, ignore_errors=True)
     res.data["seconds"] = round(time.monotonic() - started)
     path = os.path.join(BUILD, "bench", "results.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    full = only == {"overhead", "bpf", "agent", "window"}
+    full = only == every
     if not full and os.path.exists(path):
         # A partial run refreshes its sections of the last results.
         with open(path) as f:

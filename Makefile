@@ -7,6 +7,7 @@
 #   make run       set up, build, profile this host for 30 s and print the hottest functions
 #   make test      set up, build, run every test (unit, sanitizers, integration, format)
 #   make bench     benchmarks (QUICK=1 for a short run)
+#   make soak      shipping through outages at full length (30 min; SOAK_MINUTES=N)
 #   make install   PREFIX=/usr/local DESTDIR=
 #   make vmlinux   regenerate vmlinux/$(ARCH)/vmlinux.h from VMLINUX_BTF
 
@@ -35,7 +36,7 @@ VERSION ?= 0.1.0
 REVISION := $(shell git rev-parse --short HEAD 2>/dev/null)
 
 # ---- 3. Flags ---------------------------------------------------------------------------------
-PKGS := libbpf libelf libdw zlib libprotobuf-c yaml-0.1 libmicrohttpd libcurl json-c
+PKGS := libbpf libelf libdw zlib libprotobuf-c yaml-0.1 libmicrohttpd libcurl json-c libsystemd
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -158,17 +159,20 @@ include tests/tests.mk
 # ---- 6. Phony targets -------------------------------------------------------------------------
 DEB_BUILD_PKGS := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
 		  libyaml-dev libmicrohttpd-dev libjson-c-dev libcurl4-openssl-dev \
-		  protobuf-c-compiler libprotobuf-c-dev pkg-config git
+		  protobuf-c-compiler libprotobuf-c-dev libsystemd-dev pkg-config git
 DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils perl gdb openssl \
 		 prometheus \
-		 clang-format binutils procps util-linux file
+		 clang-format binutils procps util-linux file \
+		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 
-# Installs only what is missing; runs apt-get update only then.
+# Installs only what is missing; runs apt-get update only then. npm comes with nodejs from
+# some sources and as its own package from Debian: asked for only when the command is missing.
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
 		|| echo $$p; done); \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -z "$$missing" ]; then echo "  DEPS     all installed"; exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 		echo "make deps: missing packages:" $$missing "- run as root (sudo make deps)" >&2; \
@@ -191,6 +195,12 @@ test: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory bench-run
 
+# Shipping at full length: outages of minutes, a hung server, a restart with a spool (30 min;
+# SOAK_MINUTES=N for another length). Ends with "N passed, N failed" like make test.
+soak: deps
+	$(Q)$(MAKE) --no-print-directory test-build
+	$(Q)$(PYTHON) tests/integration/soak.py --build $(BUILD) $(if $(SOAK_MINUTES),--minutes $(SOAK_MINUTES))
+
 vmlinux:
 	$(call msg,BTF,$(VMLINUX_BTF))
 	$(Q)ver=$$(uname -r | cut -d. -f1-2); \
@@ -207,6 +217,6 @@ clean:
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_SRCS)
 
-.PHONY: all deps run test test-all vmlinux install clean format bench
+.PHONY: all deps run test test-all vmlinux install clean format bench soak
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

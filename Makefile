@@ -8,7 +8,8 @@
 #   make test      set up, build, run every test (unit, sanitizers, integration, format)
 #   make bench     benchmarks (QUICK=1 for a short run)
 #   make soak      shipping through outages at full length (30 min; SOAK_MINUTES=N)
-#   make install   PREFIX=/usr/local DESTDIR=
+#   make install   PREFIX=/usr/local DESTDIR= (binary, man page, systemd unit, default config)
+#   make deb       the Debian package, into build/deb/
 #   make vmlinux   regenerate vmlinux/$(ARCH)/vmlinux.h from VMLINUX_BTF
 
 # ---- 1. Tools ---------------------------------------------------------------------------------
@@ -24,6 +25,9 @@ PYTHON ?= python3
 
 PREFIX ?= /usr/local
 DESTDIR ?=
+SYSCONFDIR ?= /etc
+SYSTEMDUNITDIR ?= $(shell $(PKG_CONFIG) --variable=systemdsystemunitdir systemd 2>/dev/null || \
+		    echo /lib/systemd/system)
 BUILD ?= build
 WERROR ?= 1
 V ?= 0
@@ -50,7 +54,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARNINGS) -MMD -MP \
 	      -fstack-protector-strong -I$(BUILD) -I$(BUILD)/agent $(PKG_CFLAGS) \
 	      -DIGNIS_VERSION='"$(VERSION)$(if $(REVISION), (git $(REVISION)))"' \
-	      -DIGNIS_VERSION_SHORT='"$(VERSION)"' $(CFLAGS)
+	      -DIGNIS_VERSION_SHORT='"$(VERSION)"' $(CPPFLAGS) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lelf -lz
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -163,12 +167,14 @@ DEB_BUILD_PKGS := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zl
 DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils perl gdb openssl \
 		 prometheus \
 		 clang-format binutils procps util-linux file \
-		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs
+		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 
 # Installs only what is missing; runs apt-get update only then. npm comes with nodejs from
 # some sources and as its own package from Debian: asked for only when the command is missing.
-deps:
+deps: deps-apt tests/k8s/node_modules/.package-lock.json
+
+deps-apt:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
 		|| echo $$p; done); \
@@ -180,6 +186,12 @@ deps:
 	echo "  DEPS     installing:" $$missing; \
 	export DEBIAN_FRONTEND=noninteractive; \
 	apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null
+
+# The Kubernetes schemas the manifests are validated against (npm package kubernetes-models),
+# pinned by the lock file.
+tests/k8s/node_modules/.package-lock.json: tests/k8s/package-lock.json | deps-apt
+	$(call msg,NPM,tests/k8s)
+	$(Q)npm ci --prefix tests/k8s --no-audit --no-fund --loglevel=error >/dev/null
 
 RUN_ARGS ?= --duration 30 --interval 10 --top 15
 
@@ -207,9 +219,44 @@ vmlinux:
 	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > vmlinux/$(ARCH)/vmlinux_$$ver.h && \
 	ln -sf vmlinux_$$ver.h vmlinux/$(ARCH)/vmlinux.h
 
-install: $(BUILD)/ignis
-	install -d $(DESTDIR)$(PREFIX)/sbin
+# The man page's OPTIONS section comes from the option table, like the README's reference.
+# SOURCE_DATE_EPOCH (set by dpkg) keeps the date reproducible.
+man: $(BUILD)/ignis.8
+
+$(BUILD)/ignis.8: packaging/man/ignis.8.in packaging/man/options.awk $(BUILD)/ignis
+	$(call msg,MAN,$@)
+	$(Q)$(BUILD)/ignis --print-reference | awk -f packaging/man/options.awk > $@.options
+	$(Q)sed -e "s/@VERSION@/$(VERSION)/" \
+		-e "s/@DATE@/$$(date -u -d @$${SOURCE_DATE_EPOCH:-$$(date +%s)} +%Y-%m-%d)/" \
+		-e "/@OPTIONS@/{r $@.options" -e "d}" $< > $@
+	$(Q)rm -f $@.options
+
+# A configuration already in place is kept; the unit names the installed binary.
+install: $(BUILD)/ignis $(BUILD)/ignis.8
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/ignis $(DESTDIR)$(SYSCONFDIR)/default
 	install -m 0755 $(BUILD)/ignis $(DESTDIR)$(PREFIX)/sbin/ignis
+	install -m 0644 $(BUILD)/ignis.8 $(DESTDIR)$(PREFIX)/share/man/man8/ignis.8
+	sed 's|/usr/sbin/ignis|$(PREFIX)/sbin/ignis|' packaging/systemd/ignis.service > \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/ignis.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/ignis.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/ignis/config.yaml ] || install -m 0644 \
+		packaging/systemd/config.yaml $(DESTDIR)$(SYSCONFDIR)/ignis/config.yaml
+	[ -e $(DESTDIR)$(SYSCONFDIR)/default/ignis ] || install -m 0600 \
+		packaging/systemd/ignis.default $(DESTDIR)$(SYSCONFDIR)/default/ignis
+
+# The Debian package, built from a copy of the working tree with packaging/debian as its
+# debian/ folder (so the tree keeps one packaging folder); the .deb lands in $(BUILD)/deb.
+DEB_SRC := $(BUILD)/deb/ignis-$(VERSION)
+deb: deps
+	$(call msg,DEB,$(DEB_SRC))
+	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
+	$(Q)git ls-files -co --exclude-standard -z | grep -zv '^debian/' | \
+		xargs -0 cp --parents -t $(DEB_SRC)
+	$(Q)cp -r packaging/debian $(DEB_SRC)/debian
+	$(Q)cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
+		{ tail -40 ../build.log >&2; exit 1; }
+	$(Q)ls $(BUILD)/deb/*.deb
 
 clean:
 	rm -rf $(BUILD)
@@ -217,6 +264,7 @@ clean:
 format:
 	$(CLANG_FORMAT) -i $(FORMAT_SRCS)
 
-.PHONY: all deps run test test-all vmlinux install clean format bench soak
+PHONY_DEPS := deps-apt
+.PHONY: all deps $(PHONY_DEPS) run test test-all vmlinux install clean format bench soak man deb
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

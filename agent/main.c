@@ -19,6 +19,7 @@
 
 #include <curl/curl.h>
 #include <linux/types.h>
+#include <systemd/sd-daemon.h>
 
 #include "../bpf/profiler.h"
 #include "../symbolizer/symbolizer.h"
@@ -765,8 +766,13 @@ int main(int argc, char **argv)
 		cfg.server_url ? " to the server" : "");
 	pr_debug("BPF maps pin %" PRIu64 " KiB of kernel memory",
 		 sampler__map_bytes(a.sampler) >> 10);
+	/* Type=notify: systemd calls the service started only now that BPF is attached. A
+	 * no-op outside systemd (no NOTIFY_SOCKET). */
+	sd_notifyf(0, "READY=1\nSTATUS=profiling %u CPUs at %u Hz", sampler__nr_cpus(a.sampler),
+		   cfg.frequency_hz);
 
 	err = run(&a);
+	sd_notify(0, "STOPPING=1\nSTATUS=flushing the last window");
 	ret = err ? 1 : 0;
 	log_summary(&a);
 cleanup:

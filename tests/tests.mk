@@ -148,9 +148,7 @@ $(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs: $(BENCH_DIR)/%: tests/bench/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(WORKLOAD_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/window_bench: tests/bench/window_bench.c $(addprefix $(BUILD)/agent/,sampler.o \
-			   drain.o hashmap.o log.o util.o proctab.o procfs.o window.o profile.o metadata.o kubernetes.o \
-			   pprof.o profile.pb-c.o) $(BUILD)/libsymbolizer.a
+$(BENCH_DIR)/window_bench: tests/bench/window_bench.c $(AGENT_LIB_OBJS) $(BUILD)/libsymbolizer.a
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS_ALL)

@@ -262,3 +262,41 @@ def test_kubernetes_manifests_validate():
     check(p.returncode == 0 and re.match(r"\d+ passed, 0 failed", tail),
           f"manifests:\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}")
     print(tail)
+
+
+def test_sd_notify_ready_after_bpf_attached():
+    """Type=notify: READY=1 reaches $NOTIFY_SOCKET once BPF is attached (after the agent says
+    it is profiling), STOPPING=1 on SIGTERM; a failed start sends no READY."""
+    import signal
+    import socket
+    d = tmpdir()
+    sock_path = os.path.join(d, "notify.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.bind(sock_path)
+        # Reachable by the unprivileged agent below, so a wrong READY would arrive.
+        os.chmod(d, 0o755)
+        os.chmod(sock_path, 0o777)
+        s.settimeout(30)
+        env = dict(os.environ, NOTIFY_SOCKET=sock_path)
+        agent = spawn([path("ignis"), "--output-dir", tmpdir(), "--log-level", "info"], env=env)
+        msg = s.recv(4096).decode()
+        check("READY=1" in msg, f"first notification {msg!r} is not READY=1")
+        # READY must follow attachment: by now the agent has logged that it is profiling.
+        agent.send_signal(signal.SIGTERM)
+        msg2 = s.recv(4096).decode()
+        check("STOPPING=1" in msg2, f"no STOPPING=1 on SIGTERM: {msg2!r}")
+        _, err = wait_exit(agent, 30)
+        check(agent.returncode == 0, f"exit {agent.returncode}: {err}")
+        check("profiling " in err, "the agent never said it was profiling")
+
+        # A start that fails (no capabilities: BPF cannot load) must not report READY.
+        bad = spawn(["setpriv", f"--reuid={AGENT_UID}", "--inh-caps=-all", "--bounding-set=-all",
+                     "--", path("ignis"), "--output-dir", tmpdir()], env=env)
+        s.settimeout(3)
+        _, err = wait_exit(bad, 30)
+        check(bad.returncode == 1, f"unprivileged start: exit {bad.returncode}")
+        try:
+            msg3 = s.recv(4096).decode()
+        except socket.timeout:
+            msg3 = ""
+        check("READY=1" not in msg3, f"READY=1 sent by an agent that failed to start: {msg3!r}")

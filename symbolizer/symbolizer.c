@@ -191,6 +191,51 @@ static struct symtab *get_table(struct symbolizer *s, struct sym_object *o)
 	return t;
 }
 
+/*
+ * The name users read for a table entry: demangled once, on its first lookup (most symbols
+ * of a big C++ library are never sampled), and kept in the table's name buffer, whose growth
+ * counts against the cache budget.
+ */
+static const char *demangled_name(struct symbolizer *s, struct symtab *t, struct sym_entry *e)
+{
+	char *d, *names;
+	size_t len, cap;
+
+	if (e->demangled == SYM_NOT_MANGLED)
+		return t->names + e->name;
+	if (e->demangled)
+		return t->names + e->demangled;
+	d = sym_demangle(t->names + e->name);
+	if (!d) {
+		e->demangled = SYM_NOT_MANGLED;
+		return t->names + e->name;
+	}
+	len = strlen(d) + 1;
+	if (t->names_len + len > UINT32_MAX - 1) {
+		free(d);
+		e->demangled = SYM_NOT_MANGLED;
+		return t->names + e->name;
+	}
+	cap = t->names_cap;
+	if (t->names_len + len > cap) {
+		cap = (t->names_len + len) * 5 / 4 + 64;
+		names = realloc(t->names, cap);
+		if (!names) {
+			free(d);
+			return t->names + e->name; /* try again on the next lookup */
+		}
+		t->names = names;
+		t->bytes += cap - t->names_cap;
+		s->stats.cache_bytes += cap - t->names_cap;
+		t->names_cap = cap;
+	}
+	memcpy(t->names + t->names_len, d, len);
+	free(d);
+	e->demangled = (uint32_t)t->names_len;
+	t->names_len += len;
+	return t->names + e->demangled;
+}
+
 int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
 			  struct sym_frame *frames, int max)
 {
@@ -212,8 +257,8 @@ int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t v
 	}
 	s->stats.hits++;
 	memset(&frames[0], 0, sizeof(frames[0]));
-	frames[0].name = t->names + e->name;
-	frames[0].system_name = frames[0].name;
+	frames[0].system_name = t->names + e->name;
+	frames[0].name = demangled_name(s, t, (struct sym_entry *)e);
 	frames[0].start = e->start;
 	return 1;
 }

@@ -41,9 +41,12 @@ enum {
 struct sym_entry {
 	uint64_t start;
 	uint64_t end;
-	uint32_t name; /* offset in symtab.names */
-	uint32_t pad;
+	uint32_t name;	    /* offset in symtab.names */
+	uint32_t demangled; /* offset in symtab.names of the demangled name, filled on first
+			     * lookup; 0: not yet, SYM_NOT_MANGLED: the name is not mangled */
 };
+
+#define SYM_NOT_MANGLED UINT32_MAX
 
 /* A parsed, sorted symbol table, shared by every object with the same key. */
 struct symtab {
@@ -51,6 +54,8 @@ struct symtab {
 	struct sym_entry *syms;
 	size_t nr_syms;
 	char *names;
+	size_t names_len;	 /* bytes used in names */
+	size_t names_cap;	 /* bytes allocated for names */
 	size_t bytes;		 /* what this table costs, counted against the budget */
 	struct symtab *lru_prev; /* toward most recently used */
 	struct symtab *lru_next;
@@ -104,6 +109,10 @@ struct symtab *symtab__build(Elf *elf, const struct symtab_key *key);
 void symtab__free(struct symtab *t);
 /* The symbol whose extent covers addr, or NULL. */
 const struct sym_entry *symtab__lookup(const struct symtab *t, uint64_t addr);
+
+/* demangle.c: the demangled form of a C++ or Rust symbol name (malloc'd), or NULL when the
+ * name is not mangled or cannot be demangled. */
+char *sym_demangle(const char *name);
 
 /* Grow *arr (of *cap elements of elem_size bytes) to hold at least want; overflow-checked. */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);

@@ -223,7 +223,9 @@ struct symtab *symtab__build(Elf *elf, const struct symtab_key *key)
 		n++;
 	}
 	t->nr_syms = n;
-	t->bytes = sizeof(*t) + n * sizeof(*t->syms) + names_len;
+	t->names_len = names_len;
+	t->names_cap = names_len + 1;
+	t->bytes = sizeof(*t) + n * sizeof(*t->syms) + t->names_cap;
 	free(c);
 	return t;
 

@@ -88,6 +88,20 @@ static void check_fixture(const char *fixture, bool stripped)
 	if (!stripped) {
 		expect_named(s, o, fixture, "fx_internal", "fx_internal");
 	}
+	/* Demangled for users; the symbol table's name kept as the system name. */
+	expect_named(s, o, fixture, "_ZN2ns3BoxIiE3getERKi", "ns::Box<int>::get(int const&)");
+	expect_named(s, o, fixture, "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write");
+	expect_named(s, o, fixture, "_RNvNtCs1234_7mycrate3net4poll", "mycrate::net::poll");
+	assert_int_equal(nm_lookup(fixture, "_ZN2ns3BoxIiE3getERKi", &ns), 0);
+	{
+		struct sym_frame f[2];
+
+		assert_int_equal(symbolizer__symbolize(s, o, ns.addr, f, 2), 1);
+		assert_string_equal(f[0].system_name, "_ZN2ns3BoxIiE3getERKi");
+		/* A second lookup finds the name demangled before. */
+		assert_int_equal(symbolizer__symbolize(s, o, ns.addr, f, 2), 1);
+		assert_string_equal(f[0].name, "ns::Box<int>::get(int const&)");
+	}
 	sym_object__put(o);
 	symbolizer__free(s);
 }

@@ -37,6 +37,26 @@ API NOINLINE int fx_alias_target(int x)
 /* Two names for one address: the global one is preferred over the weak one. */
 extern int fx_weak_alias(int x) __attribute__((weak, alias("fx_alias_target")));
 
+/* Names as a C++ compiler (a method of a class template in a namespace) and rustc (legacy
+ * and v0 schemes) mangle them, given here as assembler labels, for the demangler. */
+API NOINLINE int fx_cxx(int x) __asm__("_ZN2ns3BoxIiE3getERKi");
+API NOINLINE int fx_cxx(int x)
+{
+	return x + 1 + fx_data;
+}
+
+API NOINLINE int fx_rust_legacy(int x) __asm__("_ZN4core3fmt5write17h0123456789abcdefE");
+API NOINLINE int fx_rust_legacy(int x)
+{
+	return x + 2 + fx_data;
+}
+
+API NOINLINE int fx_rust_v0(int x) __asm__("_RNvNtCs1234_7mycrate3net4poll");
+API NOINLINE int fx_rust_v0(int x)
+{
+	return x + 3 + fx_data;
+}
+
 #ifndef FIXTURE_LIB
 int main(int argc, char **argv)
 {

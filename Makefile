@@ -247,6 +247,7 @@ install: $(BUILD)/ignis $(BUILD)/ignis.8
 
 # The Debian package, built from a copy of the working tree with packaging/debian as its
 # debian/ folder (so the tree keeps one packaging folder); the .deb lands in $(BUILD)/deb.
+# The package builds in its own tree: none of this make's variables (BUILD=...) may leak in.
 DEB_SRC := $(BUILD)/deb/ignis-$(VERSION)
 deb: deps
 	$(call msg,DEB,$(DEB_SRC))
@@ -254,7 +255,8 @@ deb: deps
 	$(Q)git ls-files -co --exclude-standard -z | grep -zv '^debian/' | \
 		xargs -0 cp --parents -t $(DEB_SRC)
 	$(Q)cp -r packaging/debian $(DEB_SRC)/debian
-	$(Q)cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
+	$(Q)cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
 		{ tail -40 ../build.log >&2; exit 1; }
 	$(Q)ls $(BUILD)/deb/*.deb
 

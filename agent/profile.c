@@ -382,6 +382,24 @@ uint64_t profile__find_location(const struct profile *p, uint64_t mapping_id, ui
 	return (uintptr_t)hashmap__find(&p->location_index, &key);
 }
 
+/* What DWARF gave a mapping's locations: inline frames, line numbers, file names. */
+static void note_resolution(struct profile *p, struct profile_mapping *m,
+			    const struct profile_line *lines, uint32_t nr_lines)
+{
+	uint32_t i;
+
+	if (nr_lines > 1)
+		m->has_inline_frames = true;
+	for (i = 0; i < nr_lines; i++) {
+		const struct profile_function *f = profile__function_by_id(p, lines[i].function_id);
+
+		if (lines[i].line)
+			m->has_line_numbers = true;
+		if (f && f->filename > 0 && profile__str(p, f->filename)[0])
+			m->has_filenames = true;
+	}
+}
+
 int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t address,
 			      uint64_t tag, const struct profile_line *lines, uint32_t nr_lines)
 {
@@ -423,6 +441,8 @@ int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t a
 	p->nr_lines += nr_lines;
 	if (!nr_lines && mapping_id)
 		p->mappings[mapping_id - 1].nr_unnamed++;
+	if (nr_lines && mapping_id)
+		note_resolution(p, &p->mappings[mapping_id - 1], lines, nr_lines);
 	return (int64_t)++p->nr_locations;
 }
 

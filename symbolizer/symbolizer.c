@@ -8,6 +8,7 @@
  * its object's descriptor on the next lookup.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,8 @@ void symbolizer__free(struct symbolizer *s)
 		table_drop(s, s->lru_head);
 	/* Objects still referenced by the caller are the caller's leak; forget the index. */
 	tdestroy(s->objects, forget);
+	while (s->nr_scratch)
+		free(s->scratch[--s->nr_scratch]);
 	free(s->ksyms);
 	free(s->kernel_names);
 	free(s);
@@ -144,6 +147,11 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 	elf_end(elf);
 	if (err)
 		goto err_out;
+	/* DWARF, when the file carries it: names, lines and inline frames. */
+	if (!o->image) {
+		t->dwarf = sym_dwarf__open(o->fd);
+		t->bytes += sym_dwarf__bytes(t->dwarf);
+	}
 	if (!tsearch(t, &s->tables, cmp_table)) {
 		symtab__free(t);
 		err = -ENOMEM;
@@ -152,7 +160,8 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 	lru_push_front(s, t);
 	s->stats.cache_bytes += t->bytes;
 	s->stats.tables_loaded++;
-	sym_log(s, SYM_LOG_DEBUG, "%s: %zu symbols, %zu bytes", o->name, t->nr_syms, t->bytes);
+	sym_log(s, SYM_LOG_DEBUG, "%s: %zu symbols%s, %zu bytes", o->name, t->nr_syms,
+		t->dwarf ? " and DWARF" : "", t->bytes);
 	enforce_budget(s, t);
 	return t;
 
@@ -236,19 +245,69 @@ static const char *demangled_name(struct symbolizer *s, struct symtab *t, struct
 	return t->names + e->demangled;
 }
 
+/* A name made for this call, freed by the next one. */
+static const char *scratch(struct symbolizer *s, char *name)
+{
+	if (s->nr_scratch >= SYM_MAX_SCRATCH) {
+		free(name);
+		return NULL;
+	}
+	s->scratch[s->nr_scratch++] = name;
+	return name;
+}
+
+static int dwarf_frames(struct symbolizer *s, struct symtab *t, uint64_t vaddr,
+			struct sym_frame *frames, int max)
+{
+	struct sym_dwarf_frame df[SYM_MAX_SCRATCH];
+	const char *name;
+	char *d;
+	int n, i;
+
+	n = sym_dwarf__lookup(t->dwarf, vaddr, df, max < SYM_MAX_SCRATCH ? max : SYM_MAX_SCRATCH);
+	for (i = 0; i < n; i++) {
+		name = df[i].name;
+		if (df[i].linkage_name) {
+			d = sym_demangle(df[i].linkage_name);
+			name = d ? scratch(s, d) : NULL;
+			if (!name)
+				name = df[i].name ? df[i].name : df[i].linkage_name;
+		}
+		frames[i].name = name;
+		frames[i].system_name = df[i].linkage_name ? df[i].linkage_name : df[i].name;
+		frames[i].file = df[i].file;
+		if (df[i].file && df[i].file[0] != '/' && df[i].comp_dir &&
+		    asprintf(&d, "%s/%s", df[i].comp_dir, df[i].file) > 0)
+			frames[i].file = scratch(s, d) ?: df[i].file;
+		frames[i].line = df[i].line;
+		frames[i].start = df[i].start;
+	}
+	return n;
+}
+
 int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
 			  struct sym_frame *frames, int max)
 {
 	const struct sym_entry *e;
 	struct symtab *t;
+	int n;
 
 	s->stats.lookups++;
+	while (s->nr_scratch)
+		free(s->scratch[--s->nr_scratch]);
 	if (max <= 0)
 		return -EINVAL;
 	t = get_table(s, o);
 	if (!t) {
 		s->stats.errors++;
 		return errno ? -errno : -EINVAL;
+	}
+	if (t->dwarf) {
+		n = dwarf_frames(s, t, vaddr, frames, max);
+		if (n > 0) {
+			s->stats.hits++;
+			return n;
+		}
 	}
 	e = symtab__lookup(t, vaddr);
 	if (!e) {

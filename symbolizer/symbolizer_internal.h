@@ -14,6 +14,7 @@
 #define SYM_MAX_SYMBOLS	   (8U << 20)	/* symbols kept per table */
 #define SYM_MAX_NAME	   4096		/* longer names are cut */
 #define SYM_MAX_BUILD_ID   64		/* longer build IDs are ignored */
+#define SYM_MAX_SCRATCH	   64		/* frames one lookup may return */
 
 /* One loadable segment: file offsets [offset, offset + memsz) map to [vaddr, vaddr + memsz);
  * the first filesz bytes come from the file. */
@@ -48,8 +49,11 @@ struct sym_entry {
 
 #define SYM_NOT_MANGLED UINT32_MAX
 
+struct sym_dwarf;
+
 /* A parsed, sorted symbol table, shared by every object with the same key. */
 struct symtab {
+	struct sym_dwarf *dwarf; /* the object's DWARF, NULL if it has none */
 	struct symtab_key key;
 	struct sym_entry *syms;
 	size_t nr_syms;
@@ -95,6 +99,8 @@ struct symbolizer {
 	struct symtab *lru_tail;
 	uint64_t evict_gen; /* bumped on every eviction */
 	struct symbolizer_stats stats;
+	char *scratch[SYM_MAX_SCRATCH]; /* names made by the last symbolize call (demangled) */
+	int nr_scratch;
 
 	struct ksym *ksyms; /* sorted by addr, text symbols and the ones bounding them */
 	size_t nr_ksyms;
@@ -113,6 +119,26 @@ const struct sym_entry *symtab__lookup(const struct symtab *t, uint64_t addr);
 /* demangle.c: the demangled form of a C++ or Rust symbol name (malloc'd), or NULL when the
  * name is not mangled or cannot be demangled. */
 char *sym_demangle(const char *name);
+
+/* dwarf.c: one frame of an address from DWARF; strings borrowed from the sym_dwarf. */
+struct sym_dwarf_frame {
+	const char *name;	  /* DW_AT_name, unqualified for C++ */
+	const char *linkage_name; /* DW_AT_linkage_name (mangled), NULL if none */
+	const char *file;	  /* source file, NULL if unknown */
+	const char *comp_dir;	  /* the CU's DW_AT_comp_dir, for a relative file; or NULL */
+	uint32_t line;		  /* 0 if unknown */
+	uint64_t start;		  /* entry address of the function, 0 if unknown */
+};
+
+/* Open the DWARF of the ELF file behind fd (borrowed; duplicated). NULL when the file has no
+ * usable DWARF (no .debug_info, malformed, no compilation unit with an address range). */
+struct sym_dwarf *sym_dwarf__open(int fd);
+void sym_dwarf__free(struct sym_dwarf *d);
+/* Memory the open DWARF holds, bytes. */
+size_t sym_dwarf__bytes(const struct sym_dwarf *d);
+/* The frames of pc, innermost first, at most max: several when code was inlined. 0 when no
+ * compilation unit covers pc. */
+int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t pc, struct sym_dwarf_frame *frames, int max);
 
 /* Grow *arr (of *cap elements of elem_size bytes) to hold at least want; overflow-checked. */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);

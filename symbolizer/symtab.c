@@ -240,6 +240,7 @@ void symtab__free(struct symtab *t)
 {
 	if (!t)
 		return;
+	sym_dwarf__free(t->dwarf);
 	free(t->syms);
 	free(t->names);
 	free(t);

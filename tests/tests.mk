@@ -9,12 +9,35 @@ WORKLOAD_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 WORKLOAD_DIR := $(TEST_BUILD)/workloads
 WORKLOADS := $(WORKLOAD_DIR)/hot2 $(WORKLOAD_DIR)/burn $(WORKLOAD_DIR)/burn-nopie \
 	     $(WORKLOAD_DIR)/syscalls $(WORKLOAD_DIR)/uselib $(WORKLOAD_DIR)/libhot.so \
-	     $(WORKLOAD_DIR)/hot2-stripped $(WORKLOAD_DIR)/burn-nopie-stripped
+	     $(WORKLOAD_DIR)/hot2-stripped $(WORKLOAD_DIR)/burn-nopie-stripped \
+	     $(WORKLOAD_DIR)/inlined $(WORKLOAD_DIR)/templates $(WORKLOAD_DIR)/rustnames-legacy \
+	     $(WORKLOAD_DIR)/rustnames-v0
 
 $(WORKLOAD_DIR)/%: tests/workloads/%.c tests/workloads/workload.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(WORKLOAD_CFLAGS) -fPIE -pie -o $@ $<
+
+# Names for the demangler: C++ templates and namespaces; Rust with its default mangling
+# (legacy on stable rustc) and with v0.
+RUSTC ?= rustc
+CXX_WORKLOAD_FLAGS := $(filter-out -Wextra,$(WORKLOAD_CFLAGS))
+RUST_WORKLOAD_FLAGS := -O -g -C force-frame-pointers=yes
+
+$(WORKLOAD_DIR)/templates: tests/workloads/templates.cpp
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXX_WORKLOAD_FLAGS) -fPIE -pie -o $@ $<
+
+$(WORKLOAD_DIR)/rustnames-legacy: tests/workloads/rustnames.rs
+	$(call msg,RUSTC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(RUSTC) $(RUST_WORKLOAD_FLAGS) -o $@ $<
+
+$(WORKLOAD_DIR)/rustnames-v0: tests/workloads/rustnames.rs
+	$(call msg,RUSTC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(RUSTC) $(RUST_WORKLOAD_FLAGS) -C symbol-mangling-version=v0 -o $@ $<
 
 $(WORKLOAD_DIR)/burn-nopie: tests/workloads/burn.c tests/workloads/workload.h
 	$(call msg,CC,$@)
@@ -43,7 +66,28 @@ FIXTURE_CFLAGS := -O1 -g -fno-inline -Wall
 FIXTURES := $(FIXTURE_DIR)/fixture-pie $(FIXTURE_DIR)/fixture-nopie \
 	    $(FIXTURE_DIR)/libfixture.so $(FIXTURE_DIR)/libfixture-stripped.so \
 	    $(FIXTURE_DIR)/fixture-nobuildid
+FIXTURES += $(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FIXTURE_DIR)/inline-other
 FIXTURE_LISTINGS := $(FIXTURES:%=%.nm) $(FIXTURES:%=%.buildid)
+
+# Inlined code with DWARF (-O2 -g); a stripped copy whose .gnu_debuglink names inline.debug,
+# its debug info only; and the same source built differently (another build ID) whose
+# debug file must be refused for inline-stripped.
+$(FIXTURE_DIR)/inline: tests/data/src/inline.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fPIE -pie -Wl,--build-id=sha1 -o $@ $<
+
+$(FIXTURE_DIR)/inline-other: tests/data/src/inline.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fPIE -pie -DOTHER_BUILD -Wl,--build-id=sha1 -o $@ $<
+
+$(FIXTURE_DIR)/inline-stripped: $(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-other
+	$(call msg,STRIP,$@)
+	$(Q)objcopy --only-keep-debug $< $(FIXTURE_DIR)/inline.debug
+	$(Q)objcopy --only-keep-debug $(FIXTURE_DIR)/inline-other $(FIXTURE_DIR)/inline-other.debug
+	$(Q)strip --strip-all -o $@ $<
+	$(Q)cd $(FIXTURE_DIR) && objcopy --add-gnu-debuglink=inline.debug $(@F)
 
 $(FIXTURE_DIR)/fixture-pie: tests/data/src/fixture.c tests/data/src/fixture_asm.S
 	$(call msg,CC,$@)
@@ -92,7 +136,7 @@ $(TEST_BUILD)/lifecycle: tests/integration/lifecycle.c $(addprefix $(BUILD)/agen
 # ---- Unit tests: cmocka, each linked against only what it tests. --------------------------
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
 UNIT_CFLAGS := -Wno-missing-prototypes -Wno-strict-prototypes \
-	       -DFIXTURE_DIR='"$(abspath $(FIXTURE_DIR))"'
+	       -DFIXTURE_DIR='"$(abspath $(FIXTURE_DIR))"' -DFIXTURE_SRC='"$(abspath tests/data/src)"'
 
 # What each test links besides itself: symbolizer tests the archive alone.
 unit_deps_test_procmaps := libsymbolizer.a

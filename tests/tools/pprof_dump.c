@@ -182,7 +182,11 @@ static void dump(const Profile *p)
 		json_str(str(p, m->filename));
 		printf(",\"build_id\":");
 		json_str(str(p, m->build_id));
-		printf(",\"has_functions\":%s}", m->has_functions ? "true" : "false");
+		printf(",\"has_functions\":%s,\"has_filenames\":%s,\"has_line_numbers\":%s,"
+		       "\"has_inline_frames\":%s}",
+		       m->has_functions ? "true" : "false", m->has_filenames ? "true" : "false",
+		       m->has_line_numbers ? "true" : "false",
+		       m->has_inline_frames ? "true" : "false");
 	}
 	printf("],\n\"locations\":[");
 	for (i = 0; i < p->n_location; i++) {

@@ -106,6 +106,104 @@ static void check_fixture(const char *fixture, bool stripped)
 	symbolizer__free(s);
 }
 
+/* Line number of the first line of the fixture source containing marker. */
+static uint32_t marker_line(const char *marker)
+{
+	FILE *f = fopen(FIXTURE_SRC "/inline.c", "r");
+	char buf[512];
+	uint32_t n = 0;
+
+	assert_non_null(f);
+	while (fgets(buf, sizeof(buf), f)) {
+		n++;
+		if (strstr(buf, marker)) {
+			fclose(f);
+			return n;
+		}
+	}
+	fclose(f);
+	fail_msg("no %s in inline.c", marker);
+	return 0;
+}
+
+/* The first address of outer() whose frames are leaf_inlined <- mid_inlined <- outer. */
+static uint64_t find_inlined(struct symbolizer *s, struct sym_object *o, const char *fixture,
+			     struct sym_frame *f, int *n)
+{
+	struct nm_symbol ns = { 0 };
+	uint64_t a;
+
+	assert_int_equal(nm_lookup(fixture, "outer", &ns), 0);
+	for (a = ns.addr; a < ns.addr + ns.size; a++) {
+		*n = symbolizer__symbolize(s, o, a, f, 8);
+		if (*n == 3 && !strcmp(f[0].name, "leaf_inlined"))
+			return a;
+	}
+	fail_msg("%s: no address of outer() resolves to three frames", fixture);
+	return 0;
+}
+
+/* The frames binutils' addr2line -i gives for addr: "function\nfile:line\n" each. */
+static int addr2line(const char *fixture, uint64_t addr, char fn[][64], uint32_t *lines, int max)
+{
+	char cmd[512], buf[512];
+	FILE *p;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd), "addr2line -i -f -e %s %#llx", fixture,
+		 (unsigned long long)addr);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (n < max && fgets(buf, sizeof(buf), p)) {
+		char *colon;
+
+		buf[strcspn(buf, "\n")] = '\0';
+		buf[63] = '\0';
+		memcpy(fn[n], buf, strlen(buf) + 1);
+		if (!fgets(buf, sizeof(buf), p))
+			break;
+		colon = strrchr(buf, ':');
+		lines[n] = colon ? (uint32_t)strtoul(colon + 1, NULL, 10) : 0;
+		n++;
+	}
+	pclose(p);
+	return n;
+}
+
+static void test_dwarf_inline_frames(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	struct sym_frame f[8];
+	char fn[8][64];
+	uint32_t lines[8];
+	uint64_t addr;
+	int n = 0, i, m;
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("inline"));
+	assert_non_null(o);
+	addr = find_inlined(s, o, FIXTURE("inline"), f, &n);
+	assert_string_equal(f[1].name, "mid_inlined");
+	assert_string_equal(f[2].name, "outer");
+	for (i = 0; i < n; i++) {
+		assert_non_null(f[i].file);
+		assert_non_null(strstr(f[i].file, "inline.c"));
+	}
+	/* Each outer frame is at the call site of the one it contains. */
+	assert_int_equal(f[1].line, marker_line("CALL_LEAF"));
+	assert_int_equal(f[2].line, marker_line("CALL_MID"));
+	/* And every frame agrees with binutils. */
+	m = addr2line(FIXTURE("inline"), addr, fn, lines, 8);
+	assert_int_equal(m, n);
+	for (i = 0; i < n; i++) {
+		assert_string_equal(f[i].name, fn[i]);
+		assert_int_equal(f[i].line, lines[i]);
+	}
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
 static void test_pie(void **state)
 {
 	(void)state;
@@ -378,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_table_shared_by_build_id),
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_vdso),
+		cmocka_unit_test(test_dwarf_inline_frames),
 	};
 
 	return cmocka_run_group_tests_name("symbolizer", tests, NULL, NULL);

@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Symbolization of real binaries (issue 5): inline frames and file:line from DWARF, C++ and
+Rust names demangled, profiled by the real agent and read by our decoder and by
+`go tool pprof`."""
+import os
+
+from harness import check, go_traces, pprof_json, workload
+from test_pipeline import profiles_of, run_with_agent
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads")
+
+
+def marker_line(source, marker):
+    with open(os.path.join(SRC, source)) as f:
+        for n, line in enumerate(f, 1):
+            if marker in line:
+                return n
+    raise AssertionError(f"no {marker} in {source}")
+
+
+def leaf_lines(profile, sample):
+    """The Line entries of a sample's leaf location, innermost first."""
+    return profile.locations[sample["locations"][0]]["lines"]
+
+
+def test_inlined_function_is_its_own_frame():
+    """-O2 code with a function forced inline: the function is a frame of its own, leafward of
+    its caller, in the same Location; the caller's line is the call site; files are named;
+    the mapping says it has inline frames; go tool pprof shows the same order."""
+    agent, _, pid = run_with_agent([workload("inlined"), "3"])
+    profiles = profiles_of(agent)
+    call_line = marker_line("inlined.c", "/* CALL_MIX */")
+    total = inlined = 0
+    for prof in profiles:
+        for s in prof.samples(pid=pid):
+            total += s["count"]
+            frames = prof.frames(s)
+            if frames[:2] != ["mix_inlined", "spin_caller"]:
+                continue
+            lines = leaf_lines(prof, s)
+            check(len(lines) >= 2 and lines[0]["function"] == "mix_inlined" and
+                  lines[1]["function"] == "spin_caller",
+                  f"mix_inlined and spin_caller are not one Location's lines: {lines}")
+            check(lines[1]["line"] == call_line,
+                  f"spin_caller at line {lines[1]['line']}, the call is at {call_line}")
+            check(all(line["file"].endswith("tests/workloads/inlined.c") for line in lines[:2]),
+                  f"files: {[line['file'] for line in lines]}")
+            check(lines[0]["line"] > 0, "no line for the inlined frame")
+            mapping = prof.mappings[prof.locations[s["locations"][0]]["mapping"]]
+            check(mapping["has_inline_frames"] and mapping["has_line_numbers"] and
+                  mapping["has_filenames"], f"mapping flags: {mapping}")
+            inlined += s["count"]
+    check(total > 100, f"only {total} samples of the workload")
+    check(inlined >= 0.8 * total, f"{inlined} of {total} samples in mix_inlined <- spin_caller")
+
+    traces = [t for p in agent.profiles() for _, _, t in go_traces(p, "-tagfocus", f"pid={pid}")]
+    # go tool pprof marks a Line that is not a Location's last as "(inline)".
+    check(any(t[:2] == ["mix_inlined (inline)", "spin_caller"] for t in traces),
+          f"go tool pprof does not show mix_inlined inlined into spin_caller: {traces[:3]}")
+
+
+def hot_function(argv, expect):
+    """Run a workload; the share of its samples whose leaf is `expect`, and its system names."""
+    agent, _, pid = run_with_agent(argv)
+    total = hits = 0
+    system = set()
+    for prof in profiles_of(agent):
+        for s in prof.samples(pid=pid):
+            total += s["count"]
+            lines = leaf_lines(prof, s)
+            if lines and lines[0]["function"] == expect:
+                hits += s["count"]
+                system.add(lines[0]["system_name"])
+    check(total > 100, f"only {total} samples of {argv[0]}")
+    check(hits >= 0.8 * total, f"{os.path.basename(argv[0])}: {hits} of {total} samples "
+          f"named {expect!r}:\n{agent.stderr()[-1500:]}")
+    return agent, system
+
+
+def test_cxx_template_and_namespace_demangled():
+    agent, system = hot_function(
+        [workload("templates"), "3"],
+        "ignis_test::codec::Mixer<unsigned long>::churn(unsigned long)")
+    check(system == {"_ZN10ignis_test5codec5MixerImE5churnEm"},
+          f"system_name should keep the mangled name: {system}")
+    traces = [t for p in agent.profiles() for _, _, t in go_traces(p)]
+    check(any(t and t[0].startswith("ignis_test::codec::Mixer<unsigned long>::churn")
+              for t in traces), f"go tool pprof: {traces[:3]}")
+
+
+def test_rust_names_demangled_legacy_and_v0():
+    _, legacy = hot_function([workload("rustnames-legacy"), "3"], "rustnames::net::poll_hot")
+    check(all(n.startswith("_ZN9rustnames3net8poll_hot17h") for n in legacy),
+          f"legacy system names: {legacy}")
+    _, v0 = hot_function([workload("rustnames-v0"), "3"], "rustnames::net::poll_hot")
+    check(all(n.startswith("_RNv") for n in v0), f"v0 system names: {v0}")

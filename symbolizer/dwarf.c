@@ -5,9 +5,10 @@
  *
  * An address is looked up in the compilation unit whose ranges cover it (an index built once
  * from every CU's DW_AT_ranges/low_pc/high_pc, since compilers no longer emit
- * .debug_aranges by default); dwarf_getscopes() finds the innermost function scope there and
- * dwarf_getscopes_die() the concrete scopes around it, innermost first. Each
- * DW_TAG_inlined_subroutine among them is a frame of its own: the
+ * .debug_aranges by default); on a CU's first lookup one walk of its DIE tree indexes the pc
+ * ranges of its functions and inlined functions with their nesting, and each lookup then
+ * finds the innermost scope by binary search and follows the nesting outward. Each
+ * DW_TAG_inlined_subroutine on the way is a frame of its own: the
  * innermost frame's line is the address's row of the line table; each outer frame's line is
  * the call site recorded in the inlined scope it contains (DW_AT_call_file/call_line). The
  * last frame is the DW_TAG_subprogram the code was inlined into.
@@ -24,6 +25,24 @@
 struct cu_range {
 	uint64_t lo, hi; /* [lo, hi) */
 	Dwarf_Off cu;	 /* offset of the CU's DIE */
+	uint32_t unit;	 /* index in sym_dwarf.units */
+};
+
+/* One pc range of a function or inlined-function DIE of a CU. */
+struct scope {
+	uint64_t lo, hi;
+	Dwarf_Off die;
+	int32_t parent; /* index of a range of the enclosing function scope, -1 for none */
+	uint32_t depth;
+	uint32_t id; /* index before sorting */
+};
+
+/* The function scopes of one CU, sorted by lo, built on the CU's first lookup: one walk of
+ * its DIE tree instead of one per address (dwarf_getscopes walks it every time). */
+struct unit_index {
+	struct scope *scopes;
+	size_t nr;
+	bool built;
 };
 
 struct sym_dwarf {
@@ -32,6 +51,8 @@ struct sym_dwarf {
 	int fd;
 	struct cu_range *ranges;
 	size_t nr_ranges;
+	struct unit_index *units;
+	size_t nr_units;
 	size_t bytes;
 };
 
@@ -55,8 +76,9 @@ static int index_units(struct sym_dwarf *d)
 	       0) {
 		Dwarf_Addr base, lo, hi;
 		ptrdiff_t it = 0;
+		bool any = false;
 
-		if (dwarf_offdie(d->dw, off + hsize, &cudie)) {
+		if (d->nr_units < SYM_MAX_SYMBOLS && dwarf_offdie(d->dw, off + hsize, &cudie)) {
 			while ((it = dwarf_ranges(&cudie, it, &base, &lo, &hi)) > 0) {
 				if (hi <= lo)
 					continue;
@@ -67,8 +89,12 @@ static int index_units(struct sym_dwarf *d)
 				if (err)
 					return err;
 				d->ranges[d->nr_ranges++] =
-					(struct cu_range){ lo, hi, dwarf_dieoffset(&cudie) };
+					(struct cu_range){ lo, hi, dwarf_dieoffset(&cudie),
+							   (uint32_t)d->nr_units };
+				any = true;
 			}
+			if (any)
+				d->nr_units++;
 		}
 		if (next <= off)
 			break;
@@ -76,7 +102,8 @@ static int index_units(struct sym_dwarf *d)
 	}
 	if (d->nr_ranges)
 		qsort(d->ranges, d->nr_ranges, sizeof(*d->ranges), cmp_range);
-	return 0;
+	d->units = calloc(d->nr_units ? d->nr_units : 1, sizeof(*d->units));
+	return d->units ? 0 : -ENOMEM;
 }
 
 static bool has_debug_info(Elf *elf)
@@ -153,6 +180,9 @@ void sym_dwarf__free(struct sym_dwarf *d)
 		elf_end(d->elf);
 	if (d->fd >= 0)
 		close(d->fd);
+	for (size_t i = 0; d->units && i < d->nr_units; i++)
+		free(d->units[i].scopes);
+	free(d->units);
 	free(d->ranges);
 	free(d);
 }
@@ -163,7 +193,7 @@ size_t sym_dwarf__bytes(const struct sym_dwarf *d)
 }
 
 /* The CU whose range covers pc: the last range starting at or below pc that contains it. */
-static bool find_cu(const struct sym_dwarf *d, uint64_t pc, Dwarf_Die *cudie)
+static const struct cu_range *find_cu(const struct sym_dwarf *d, uint64_t pc, Dwarf_Die *cudie)
 {
 	size_t lo = 0, hi = d->nr_ranges, k;
 
@@ -180,9 +210,9 @@ static bool find_cu(const struct sym_dwarf *d, uint64_t pc, Dwarf_Die *cudie)
 		const struct cu_range *r = &d->ranges[lo - 1 - k];
 
 		if (pc < r->hi)
-			return dwarf_offdie(d->dw, r->cu, cudie) != NULL;
+			return dwarf_offdie(d->dw, r->cu, cudie) ? r : NULL;
 	}
-	return false;
+	return NULL;
 }
 
 static const char *linkage_name(Dwarf_Die *die)
@@ -221,41 +251,130 @@ static uint32_t call_line(Dwarf_Die *die)
 	return line > UINT32_MAX ? 0 : (uint32_t)line;
 }
 
+static int cmp_scope(const void *a, const void *b)
+{
+	const struct scope *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	/* At one start, the outer scope first: the inner one is found first looking back. */
+	return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+struct walk {
+	struct unit_index *u;
+	size_t cap;
+	int err;
+};
+
+/* Collect the function scopes under die (its children and below), depth-first. */
+static void walk_scopes(struct walk *w, Dwarf_Die *die, int32_t parent, uint32_t depth)
+{
+	Dwarf_Die child;
+
+	if (depth > 256 || w->err || dwarf_child(die, &child))
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		int32_t self = parent;
+
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t it = 0;
+
+			while ((it = dwarf_ranges(&child, it, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (w->u->nr >= SYM_MAX_SYMBOLS ||
+				    sym_grow((void **)&w->u->scopes, &w->cap, w->u->nr + 1,
+					     sizeof(*w->u->scopes))) {
+					w->err = -ENOMEM;
+					return;
+				}
+				if (self == parent)
+					self = (int32_t)w->u->nr;
+				w->u->scopes[w->u->nr] =
+					(struct scope){ lo,	hi,    dwarf_dieoffset(&child),
+							parent, depth, (uint32_t)w->u->nr };
+				w->u->nr++;
+			}
+		}
+		/* Lexical blocks, classes and namespaces may hold functions too. */
+		if (tag != DW_TAG_formal_parameter && tag != DW_TAG_variable &&
+		    tag != DW_TAG_base_type && tag != DW_TAG_member)
+			walk_scopes(w, &child, self, depth + 1);
+	} while (!w->err && dwarf_siblingof(&child, &child) == 0);
+}
+
+static int build_unit(struct sym_dwarf *d, struct unit_index *u, Dwarf_Die *cudie)
+{
+	struct walk w = { .u = u };
+	int32_t *where;
+	size_t i;
+
+	u->built = true;
+	walk_scopes(&w, cudie, -1, 0);
+	if (w.err || !u->nr)
+		return w.err;
+	/* Sort, then point parents at their new places. */
+	where = malloc(u->nr * sizeof(*where));
+	if (!where)
+		return -ENOMEM;
+	qsort(u->scopes, u->nr, sizeof(*u->scopes), cmp_scope);
+	for (i = 0; i < u->nr; i++)
+		where[u->scopes[i].id] = (int32_t)i;
+	for (i = 0; i < u->nr; i++)
+		if (u->scopes[i].parent >= 0)
+			u->scopes[i].parent = where[u->scopes[i].parent];
+	free(where);
+	d->bytes += w.cap * sizeof(*u->scopes);
+	return 0;
+}
+
+/* The innermost function scope containing pc: the one with the largest start (deepest on
+ * ties) among those containing it, since scopes nest. */
+static const struct scope *innermost_scope(const struct unit_index *u, uint64_t pc)
+{
+	size_t lo = 0, hi = u->nr, k;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u->scopes[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Looking back past siblings that ended before pc, to the first scope around it. */
+	for (k = lo; k-- > 0;)
+		if (pc < u->scopes[k].hi)
+			return &u->scopes[k];
+	return NULL;
+}
+
 int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t pc, struct sym_dwarf_frame *frames, int max)
 {
-	Dwarf_Die cudie, *scopes = NULL, *chain = NULL, innermost;
+	const struct cu_range *r;
+	const struct scope *sc;
+	struct unit_index *u;
+	Dwarf_Die cudie, die;
 	Dwarf_Attribute attr;
-	const char *comp_dir;
+	const char *comp_dir, *file = NULL;
 	Dwarf_Files *files = NULL;
 	size_t nr_files = 0;
 	Dwarf_Line *row;
-	const char *file = NULL;
 	uint32_t line = 0;
-	int nr_scopes, nr_chain, i, n = 0, lineno;
+	int n = 0, lineno;
 
-	if (!find_cu(d, pc, &cudie))
+	r = find_cu(d, pc, &cudie);
+	if (!r)
 		return 0;
-	/* The innermost function scope of pc (past lexical blocks)... */
-	nr_scopes = dwarf_getscopes(&cudie, pc, &scopes);
-	for (i = 0; i < nr_scopes; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-
-		if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram)
-			break;
-	}
-	if (i >= nr_scopes) {
-		free(scopes);
+	u = &d->units[r->unit];
+	if (!u->built && build_unit(d, u, &cudie))
 		return 0;
-	}
-	innermost = scopes[i];
-	free(scopes);
-	/* ...and the concrete scopes it sits in: the functions it was inlined into. (The
-	 * scopes dwarf_getscopes() lists past an inlined instance are its abstract origin's.) */
-	nr_chain = dwarf_getscopes_die(&innermost, &chain);
-	if (nr_chain <= 0) {
-		free(chain);
+	sc = innermost_scope(u, pc);
+	if (!sc)
 		return 0;
-	}
 	if (dwarf_getsrcfiles(&cudie, &files, &nr_files))
 		files = NULL;
 	comp_dir = dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &attr));
@@ -265,28 +384,28 @@ int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t pc, struct sym_dwarf_frame *
 		if (!dwarf_lineno(row, &lineno) && lineno > 0)
 			line = (uint32_t)lineno;
 	}
-	for (i = 0; i < nr_chain && n < max; i++) {
-		Dwarf_Die *die = &chain[i];
-		int tag = dwarf_tag(die);
+	while (sc && n < max) {
 		Dwarf_Addr entry = 0;
+		int tag;
 
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-			continue; /* lexical blocks */
-		frames[n].name = dwarf_diename(die);
-		frames[n].linkage_name = linkage_name(die);
+		if (!dwarf_offdie(d->dw, sc->die, &die))
+			break;
+		tag = dwarf_tag(&die);
+		frames[n].name = dwarf_diename(&die);
+		frames[n].linkage_name = linkage_name(&die);
 		frames[n].file = file;
 		frames[n].comp_dir = comp_dir;
 		frames[n].line = line;
-		frames[n].start = dwarf_entrypc(die, &entry) ? 0 : entry;
+		frames[n].start = dwarf_entrypc(&die, &entry) ? 0 : entry;
 		if (!frames[n].name && !frames[n].linkage_name)
 			frames[n].name = "??";
 		n++;
-		if (tag == DW_TAG_subprogram)
+		if (tag != DW_TAG_inlined_subroutine)
 			break;
 		/* The enclosing frame is at this inlined call's site. */
-		file = call_file(die, files, nr_files);
-		line = call_line(die);
+		file = call_file(&die, files, nr_files);
+		line = call_line(&die);
+		sc = sc->parent >= 0 ? &u->scopes[sc->parent] : NULL;
 	}
-	free(chain);
 	return n;
 }

@@ -285,6 +285,37 @@ static int dwarf_frames(struct symbolizer *s, struct symtab *t, uint64_t vaddr,
 	return n;
 }
 
+/* DWARF frames of vaddr, from the table's address cache or resolved and then cached. */
+static int cached_dwarf_frames(struct symbolizer *s, struct symtab *t, uint64_t vaddr,
+			       struct sym_frame *frames, int max)
+{
+	size_t before;
+	int n;
+
+	if (t->cache) {
+		n = addr_cache__get(t->cache, vaddr, frames, max);
+		if (n >= 0) {
+			s->stats.addr_hits++;
+			return n;
+		}
+	} else {
+		t->cache = addr_cache__new();
+		t->bytes += addr_cache__bytes(t->cache);
+		s->stats.cache_bytes += addr_cache__bytes(t->cache);
+	}
+	n = dwarf_frames(s, t, vaddr, frames, max);
+	if (t->cache && n >= 0) {
+		before = addr_cache__bytes(t->cache);
+		if (!addr_cache__put(t->cache, vaddr, frames, n)) {
+			t->bytes += addr_cache__bytes(t->cache) - before;
+			s->stats.cache_bytes += addr_cache__bytes(t->cache) - before;
+			n = addr_cache__get(t->cache, vaddr, frames, max);
+			enforce_budget(s, t);
+		}
+	}
+	return n;
+}
+
 int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,
 			  struct sym_frame *frames, int max)
 {
@@ -303,7 +334,7 @@ int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t v
 		return errno ? -errno : -EINVAL;
 	}
 	if (t->dwarf) {
-		n = dwarf_frames(s, t, vaddr, frames, max);
+		n = cached_dwarf_frames(s, t, vaddr, frames, max);
 		if (n > 0) {
 			s->stats.hits++;
 			return n;

@@ -61,6 +61,7 @@ struct symbolizer_stats {
 	uint64_t cache_bytes;	 /* bytes held by cached symbol tables now */
 	uint64_t objects;	 /* live objects now */
 	uint64_t kernel_symbols; /* symbols loaded from kallsyms */
+	uint64_t addr_hits;	 /* lookups answered from resolved addresses (DWARF) */
 };
 
 /* Create a symbolizer. Returns NULL with errno set (EINVAL, ENOMEM). */

@@ -50,10 +50,12 @@ struct sym_entry {
 #define SYM_NOT_MANGLED UINT32_MAX
 
 struct sym_dwarf;
+struct addr_cache;
 
 /* A parsed, sorted symbol table, shared by every object with the same key. */
 struct symtab {
-	struct sym_dwarf *dwarf; /* the object's DWARF, NULL if it has none */
+	struct sym_dwarf *dwarf;  /* the object's DWARF, NULL if it has none */
+	struct addr_cache *cache; /* addresses resolved through DWARF */
 	struct symtab_key key;
 	struct sym_entry *syms;
 	size_t nr_syms;
@@ -139,6 +141,15 @@ size_t sym_dwarf__bytes(const struct sym_dwarf *d);
 /* The frames of pc, innermost first, at most max: several when code was inlined. 0 when no
  * compilation unit covers pc. */
 int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t pc, struct sym_dwarf_frame *frames, int max);
+
+/* addrcache.c: frames of resolved addresses, strings interned (valid for the cache's life). */
+struct addr_cache *addr_cache__new(void);
+void addr_cache__free(struct addr_cache *c);
+size_t addr_cache__bytes(const struct addr_cache *c);
+/* The cached frames of vaddr (at most max), or -ENOENT when vaddr was never stored. */
+int addr_cache__get(const struct addr_cache *c, uint64_t vaddr, struct sym_frame *frames, int max);
+/* Remember the n frames of vaddr (n may be 0). 0, -EINVAL or -ENOMEM. */
+int addr_cache__put(struct addr_cache *c, uint64_t vaddr, const struct sym_frame *frames, int n);
 
 /* Grow *arr (of *cap elements of elem_size bytes) to hold at least want; overflow-checked. */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);

@@ -241,6 +241,7 @@ void symtab__free(struct symtab *t)
 	if (!t)
 		return;
 	sym_dwarf__free(t->dwarf);
+	addr_cache__free(t->cache);
 	free(t->syms);
 	free(t->names);
 	free(t);

@@ -167,7 +167,7 @@ DEB_BUILD_PKGS := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zl
 DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils perl gdb openssl \
 		 prometheus \
 		 clang-format binutils procps util-linux file \
-		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db
+		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db g++ rustc
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 
 # Installs only what is missing; runs apt-get update only then. npm comes with nodejs from

@@ -724,6 +724,7 @@ int main(int argc, char **argv)
 	po.symbolizer = a.symbolizer;
 	po.vdso = a.vdso;
 	po.min_recapture_ns = RECAPTURE_GAP_NS;
+	po.debug_dir = cfg.debug_dir;
 	a.proctab = proctab__new(&po);
 	wo.proctab = a.proctab;
 	wo.symbolizer = a.symbolizer;

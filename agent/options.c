@@ -233,6 +233,13 @@ static int opt_event(struct agent_config *cfg, const char *arg, char *why, size_
 	return 0;
 }
 
+static int opt_debug_dir(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (arg[0] != '/')
+		return WHY("must be an absolute path (e.g. /usr/lib/debug)");
+	return option_set_string(&cfg->debug_dir, arg, why, len);
+}
+
 static int opt_symbol_cache(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	uint64_t v;
@@ -379,6 +386,10 @@ static const struct option_desc options[] = {
 	  "cpu-clock", 0, NULL, opt_event },
 	{ "symbol-cache-size", 0, "SIZE", "memory budget for cached symbol tables", "64MiB", 0,
 	  NULL, opt_symbol_cache },
+	{ "debug-dir", 0, "DIR",
+	  "separate debug files on the host: DIR/.build-id/xx/rest.debug and DIR/PATH/DEBUGLINK "
+	  "(looked up inside a container's root first)",
+	  "/usr/lib/debug", 0, NULL, opt_debug_dir },
 	{ "max-stacks", 0, "N", "stacks per window in the BPF maps (0: sized automatically)", "0",
 	  0, NULL, opt_max_stacks },
 	{ "metrics-address", 0, "HOST:PORT",
@@ -506,6 +517,7 @@ void config_init(struct agent_config *cfg)
 	cfg->log_level = LOG_LEVEL_INFO;
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
 	cfg->symbol_cache_bytes = 64ULL << 20;
+	cfg->debug_dir = strdup("/usr/lib/debug");
 	cfg->upload_connect_timeout_sec = 5;
 	cfg->upload_timeout_sec = 30;
 	cfg->upload_concurrency = 4;
@@ -519,6 +531,7 @@ void config_fini(struct agent_config *cfg)
 	size_t i;
 
 	free(cfg->output_dir);
+	free(cfg->debug_dir);
 	free(cfg->pids);
 	free(cfg->metrics_address);
 	free(cfg->node_name);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,90 @@ static int cmp_mapping(const void *a, const void *b)
 	return 0;
 }
 
+#define SYSTEM_DEBUG_DIR "/usr/lib/debug"
+
+/* Try one candidate debug file; true when accepted. */
+static bool try_debug_file(struct proctab *pt, struct sym_object *obj, int root_fd,
+			   const char *path)
+{
+	int fd, err;
+
+	/* Inside the process's root nothing may lead out of it; on the host (root_fd < 0) the
+	 * agent's own files. O_NONBLOCK: a FIFO planted there must not block. */
+	if (root_fd >= 0)
+		fd = procfs_open_in_root(root_fd, path);
+	else
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	err = symbolizer__set_debug_file(pt->opts.symbolizer, obj, fd);
+	close(fd);
+	if (err) {
+		pr_debug("%s: debug file %s%s not used: %s", sym_object__name(obj),
+			 root_fd >= 0 ? "(in its root) " : "", path,
+			 err == -ENOKEY ? "another build" : strerror(-err));
+		return false;
+	}
+	pr_debug("%s: debug file %s%s", sym_object__name(obj), root_fd >= 0 ? "(in its root) " : "",
+		 path);
+	return true;
+}
+
+/*
+ * A separate debug file for an object without DWARF, looked up as GDB does: by build ID
+ * under the debug folder, then by the .gnu_debuglink name beside the binary, in its .debug/
+ * folder and under the debug folder; each inside the process's root first, then on the host
+ * (--debug-dir). The symbolizer refuses a file of another build.
+ */
+static void find_debug_file(struct proctab *pt, struct sym_object *obj, int pid_fd, int *root_fd,
+			    const char *path)
+{
+	const char *host = pt->opts.debug_dir ? pt->opts.debug_dir : SYSTEM_DEBUG_DIR;
+	char hex[2 * 64 + 1], dir[PATH_MAX], cand[PATH_MAX + 256];
+	const char *link, *slash;
+	int pass, rfd;
+
+	sym_object__build_id_hex(obj, hex, sizeof(hex));
+	link = sym_object__debuglink(obj, NULL);
+	slash = strrchr(path, '/');
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		link = NULL;
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (*root_fd < 0)
+		*root_fd = openat(pid_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (pass = 0; pass < 2; pass++) {
+		const char *debug_dir = pass == 0 ? SYSTEM_DEBUG_DIR : host;
+
+		rfd = pass == 0 ? *root_fd : -1;
+		if (pass == 0 && rfd < 0)
+			continue;
+		if (strlen(hex) > 2) {
+			snprintf(cand, sizeof(cand), "%s/.build-id/%.2s/%s.debug", debug_dir, hex,
+				 hex + 2);
+			if (try_debug_file(pt, obj, rfd, cand))
+				goto found;
+		}
+		if (!link)
+			continue;
+		if (pass == 0) {
+			snprintf(cand, sizeof(cand), "%s/%s", dir, link);
+			if (try_debug_file(pt, obj, rfd, cand))
+				goto found;
+			snprintf(cand, sizeof(cand), "%s/.debug/%s", dir, link);
+			if (try_debug_file(pt, obj, rfd, cand))
+				goto found;
+		}
+		snprintf(cand, sizeof(cand), "%s%s/%s", debug_dir, dir, link);
+		if (try_debug_file(pt, obj, rfd, cand))
+			goto found;
+	}
+	pt->stats.debug_misses++;
+	return;
+found:
+	pt->stats.debug_files++;
+}
+
 /* Open the object behind a file mapping: through map_files (exact, survives deletion),
  * else by path inside the process's root, accepted only if it is the mapped inode. */
 static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_fd,
@@ -148,6 +233,8 @@ static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_
 		return NULL;
 	}
 	pt->stats.files_opened++;
+	if (sym_object__needs_debug_file(obj))
+		find_debug_file(pt, obj, pid_fd, root_fd, e->path);
 	return obj;
 }
 

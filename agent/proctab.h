@@ -69,6 +69,8 @@ struct proctab_stats {
 	uint64_t capture_errors; /* captures that failed (process gone, exec'd, denied) */
 	uint64_t files_opened;	 /* mapped files opened */
 	uint64_t file_errors;	 /* mapped files that could not be opened or parsed */
+	uint64_t debug_files;	 /* separate debug files found for stripped objects */
+	uint64_t debug_misses;	 /* objects without DWARF for which none was found */
 	uint64_t exits_missed;	 /* exits found by the rescan, not by an event */
 };
 
@@ -78,6 +80,7 @@ struct proctab_opts {
 	struct sym_object *vdso;   /* object for [vdso] mappings, or NULL */
 	uint64_t min_recapture_ns; /* min time between two captures of one image for
 					 * addresses outside every mapping */
+	const char *debug_dir;	   /* host folder of debug files; NULL: /usr/lib/debug */
 };
 
 struct proctab;

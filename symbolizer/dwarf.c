@@ -106,7 +106,7 @@ static int index_units(struct sym_dwarf *d)
 	return d->units ? 0 : -ENOMEM;
 }
 
-static bool has_debug_info(Elf *elf)
+bool sym_has_debug_info(Elf *elf)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
@@ -155,7 +155,7 @@ struct sym_dwarf *sym_dwarf__open(int fd)
 	if (d->fd < 0)
 		goto err_out;
 	d->elf = elf_begin(d->fd, ELF_C_READ, NULL);
-	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !has_debug_info(d->elf))
+	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !sym_has_debug_info(d->elf))
 		goto err_out;
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
 	if (!d->dw)

@@ -27,7 +27,7 @@ static int cmp_object(const void *a, const void *b)
 }
 
 /* Look for NT_GNU_BUILD_ID in one block of notes. Returns true when found. */
-static bool find_build_id(struct sym_object *o, Elf_Data *data)
+bool sym_find_build_id(struct sym_object *o, Elf_Data *data)
 {
 	size_t off = 0, next, name_off, desc_off;
 	GElf_Nhdr nhdr;
@@ -45,6 +45,41 @@ static bool find_build_id(struct sym_object *o, Elf_Data *data)
 		off = next;
 	}
 	return false;
+}
+
+/* .debug_info and .gnu_debuglink ("name\0", padding to 4 bytes, CRC-32 of the debug file;
+ * GDB manual, "Debugging Information in Separate Files"). */
+static void read_named_section(struct sym_object *o, Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr)
+{
+	const char *name;
+	Elf_Data *data;
+	size_t shstrndx, len, crc_off;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	name = elf_strptr(elf, shstrndx, shdr->sh_name);
+	if (!name)
+		return;
+	if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")) {
+		o->has_dwarf = shdr->sh_size > 0;
+		return;
+	}
+	if (strcmp(name, ".gnu_debuglink") || o->debuglink || shdr->sh_size > 4096 + 8)
+		return;
+	data = elf_getdata(scn, NULL);
+	if (!data || !data->d_buf || data->d_size < 8)
+		return;
+	len = strnlen(data->d_buf, data->d_size);
+	crc_off = (len + 4) & ~(size_t)3; /* past the name, its NUL and the padding */
+	/* A plain file name: no path, so no lookup can be steered elsewhere. */
+	if (!len || crc_off + 4 > data->d_size || memchr(data->d_buf, '/', len) ||
+	    !strcmp(data->d_buf, ".") || !strcmp(data->d_buf, ".."))
+		return;
+	o->debuglink = strndup(data->d_buf, len);
+	memcpy(&o->debuglink_crc, (char *)data->d_buf + crc_off, 4);
+	if (elf_getident(elf, NULL)[EI_DATA] !=
+	    (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+		o->debuglink_crc = __builtin_bswap32(o->debuglink_crc);
 }
 
 static int read_headers(struct sym_object *o, Elf *elf)
@@ -80,18 +115,25 @@ static int read_headers(struct sym_object *o, Elf *elf)
 							      phdr.p_filesz, ELF_T_NHDR);
 
 			if (data)
-				find_build_id(o, data);
+				sym_find_build_id(o, data);
 		}
 	}
-	/* Objects without program-header notes may still have the note section. */
-	while (!o->build_id_len && (scn = elf_nextscn(elf, scn))) {
+	/* Sections: the build ID note when no program header carries it, whether symbols or
+	 * DWARF are here, and where a separate debug file may be (.gnu_debuglink). */
+	while ((scn = elf_nextscn(elf, scn))) {
 		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &shdr))
 			continue;
-		data = elf_getdata(scn, NULL);
-		if (data)
-			find_build_id(o, data);
+		if (shdr.sh_type == SHT_NOTE && !o->build_id_len) {
+			data = elf_getdata(scn, NULL);
+			if (data)
+				sym_find_build_id(o, data);
+		} else if (shdr.sh_type == SHT_SYMTAB && shdr.sh_size > shdr.sh_entsize) {
+			o->has_symtab = true;
+		} else if (shdr.sh_type == SHT_PROGBITS) {
+			read_named_section(o, elf, scn, &shdr);
+		}
 	}
 	if (!o->nr_loads)
 		return -EINVAL;
@@ -144,6 +186,7 @@ static void object_free(struct sym_object *o)
 {
 	if (o->fd >= 0)
 		close(o->fd);
+	free(o->debuglink);
 	free(o->image);
 	free(o->name);
 	free(o);

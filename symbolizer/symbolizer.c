@@ -26,11 +26,14 @@ void sym_log(const struct symbolizer *s, enum sym_log_level level, const char *f
 	va_end(ap);
 }
 
-static int cmp_table(const void *a, const void *b)
+int sym_cmp_table(const void *a, const void *b)
 {
-	const struct symtab_key *x = &((const struct symtab *)a)->key;
-	const struct symtab_key *y = &((const struct symtab *)b)->key;
+	return sym_cmp_table_key(&((const struct symtab *)a)->key,
+				 &((const struct symtab *)b)->key);
+}
 
+int sym_cmp_table_key(const struct symtab_key *x, const struct symtab_key *y)
+{
 	if (x->kind != y->kind)
 		return x->kind - y->kind;
 	if (x->len != y->len)
@@ -84,10 +87,10 @@ static void lru_push_front(struct symbolizer *s, struct symtab *t)
 		s->lru_tail = t;
 }
 
-static void table_drop(struct symbolizer *s, struct symtab *t)
+void sym_table_drop(struct symbolizer *s, struct symtab *t)
 {
 	lru_unlink(s, t);
-	tdelete(t, &s->tables, cmp_table);
+	tdelete(t, &s->tables, sym_cmp_table);
 	s->stats.cache_bytes -= t->bytes;
 	symtab__free(t);
 }
@@ -102,11 +105,12 @@ void symbolizer__free(struct symbolizer *s)
 	if (!s)
 		return;
 	while (s->lru_head)
-		table_drop(s, s->lru_head);
+		sym_table_drop(s, s->lru_head);
 	/* Objects still referenced by the caller are the caller's leak; forget the index. */
 	tdestroy(s->objects, forget);
 	while (s->nr_scratch)
 		free(s->scratch[--s->nr_scratch]);
+	sym_debug_files_free(s);
 	free(s->ksyms);
 	free(s->kernel_names);
 	free(s);
@@ -122,7 +126,7 @@ static void enforce_budget(struct symbolizer *s, const struct symtab *keep)
 {
 	while (s->stats.cache_bytes > s->opts.cache_max_bytes && s->lru_tail &&
 	       s->lru_tail != keep) {
-		table_drop(s, s->lru_tail);
+		sym_table_drop(s, s->lru_tail);
 		s->stats.tables_evicted++;
 		s->evict_gen++;
 	}
@@ -132,12 +136,16 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 {
 	struct symtab *t;
 	Elf *elf;
-	int err;
+	int err, fd;
 
+	/* A separate debug file, when one was accepted for this build, has the symbols. */
+	fd = o->image ? -1 : sym_debug_fd(s, &o->key);
+	if (fd < 0)
+		fd = o->fd;
 	if (o->image)
 		elf = elf_memory(o->image, o->image_size);
 	else
-		elf = elf_begin(o->fd, ELF_C_READ, NULL);
+		elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf) {
 		err = -EINVAL;
 		goto err_out;
@@ -149,10 +157,10 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 		goto err_out;
 	/* DWARF, when the file carries it: names, lines and inline frames. */
 	if (!o->image) {
-		t->dwarf = sym_dwarf__open(o->fd);
+		t->dwarf = sym_dwarf__open(fd);
 		t->bytes += sym_dwarf__bytes(t->dwarf);
 	}
-	if (!tsearch(t, &s->tables, cmp_table)) {
+	if (!tsearch(t, &s->tables, sym_cmp_table)) {
 		symtab__free(t);
 		err = -ENOMEM;
 		goto err_out;
@@ -186,7 +194,7 @@ static struct symtab *get_table(struct symbolizer *s, struct sym_object *o)
 		return NULL;
 	} else {
 		key.key = o->key;
-		found = tfind(&key, &s->tables, cmp_table);
+		found = tfind(&key, &s->tables, sym_cmp_table);
 		t = found ? *found : load_table(s, o);
 		if (!t)
 			return NULL;

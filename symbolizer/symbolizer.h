@@ -52,16 +52,18 @@ struct symbolizer_opts {
 
 /* Counters since symbolizer__new(). */
 struct symbolizer_stats {
-	uint64_t lookups;	 /* symbolizer__symbolize() calls */
-	uint64_t hits;		 /* ... that named the address */
-	uint64_t misses;	 /* ... where no symbol covers the address */
-	uint64_t errors;	 /* ... where the object's symbols could not be read */
-	uint64_t tables_loaded;	 /* symbol tables parsed (cache misses) */
-	uint64_t tables_evicted; /* symbol tables dropped to stay within the budget */
-	uint64_t cache_bytes;	 /* bytes held by cached symbol tables now */
-	uint64_t objects;	 /* live objects now */
-	uint64_t kernel_symbols; /* symbols loaded from kallsyms */
-	uint64_t addr_hits;	 /* lookups answered from resolved addresses (DWARF) */
+	uint64_t lookups;	      /* symbolizer__symbolize() calls */
+	uint64_t hits;		      /* ... that named the address */
+	uint64_t misses;	      /* ... where no symbol covers the address */
+	uint64_t errors;	      /* ... where the object's symbols could not be read */
+	uint64_t tables_loaded;	      /* symbol tables parsed (cache misses) */
+	uint64_t tables_evicted;      /* symbol tables dropped to stay within the budget */
+	uint64_t cache_bytes;	      /* bytes held by cached symbol tables now */
+	uint64_t objects;	      /* live objects now */
+	uint64_t kernel_symbols;      /* symbols loaded from kallsyms */
+	uint64_t addr_hits;	      /* lookups answered from resolved addresses (DWARF) */
+	uint64_t debug_files;	      /* separate debug files accepted */
+	uint64_t debug_files_refused; /* ... refused: another build ID or a wrong CRC */
 };
 
 /* Create a symbolizer. Returns NULL with errno set (EINVAL, ENOMEM). */
@@ -113,6 +115,28 @@ void sym_object__build_id_hex(const struct sym_object *o, char *buf, size_t size
  */
 int sym_object__vaddr(const struct sym_object *o, uint64_t file_offset,
 		      uint64_t *vaddr) SYM_WARN_UNUSED;
+
+/*
+ * Separate debug files. An object without DWARF (stripped, or built without -g) needs one:
+ * the caller looks
+ * for it (by build ID under a debug root's .build-id/xx/rest.debug, or by the debuglink name
+ * beside the binary, in its .debug/ folder, or under a debug root), opens it and hands it to
+ * symbolizer__set_debug_file(), which reads nothing from it before checking that it belongs
+ * to the object: the same build ID, or, for an object without one, the CRC-32 its
+ * .gnu_debuglink records. An accepted file serves every object of that build.
+ */
+bool sym_object__needs_debug_file(const struct sym_object *o);
+
+/* The .gnu_debuglink file name (a plain name, no '/'; borrowed) and its CRC-32, or NULL. */
+const char *sym_object__debuglink(const struct sym_object *o, uint32_t *crc);
+
+/*
+ * Use the ELF file behind fd (borrowed; the symbolizer keeps its own duplicate) as o's
+ * debug file. Returns 0, -ENOKEY when it belongs to another build (counted as refused),
+ * -ENODATA when it has neither symbols nor DWARF, -EINVAL when it is not ELF, -EFBIG over
+ * the size cap, -EALREADY when o needs none, or another negative errno.
+ */
+int symbolizer__set_debug_file(struct symbolizer *s, struct sym_object *o, int fd) SYM_WARN_UNUSED;
 
 /* One frame of a resolved address. Strings are borrowed: valid until the next call on s. */
 struct sym_frame {

@@ -83,7 +83,11 @@ struct sym_object {
 	struct symtab_key key;
 	struct symtab *symtab; /* cached lookup, valid while symtab_gen matches */
 	uint64_t symtab_gen;
-	int symtab_err; /* sticky error from loading the table, 0 if none */
+	int symtab_err;	 /* sticky error from loading the table, 0 if none */
+	bool has_symtab; /* a .symtab with entries: built with symbols */
+	bool has_dwarf;	 /* a .debug_info */
+	char *debuglink; /* .gnu_debuglink file name, NULL if none */
+	uint32_t debuglink_crc;
 };
 
 /* A kernel symbol from kallsyms: names [start, next symbol). */
@@ -101,6 +105,7 @@ struct symbolizer {
 	struct symtab *lru_tail;
 	uint64_t evict_gen; /* bumped on every eviction */
 	struct symbolizer_stats stats;
+	void *debug_files;		/* tsearch tree of struct debug_file by table key */
 	char *scratch[SYM_MAX_SCRATCH]; /* names made by the last symbolize call (demangled) */
 	int nr_scratch;
 
@@ -121,6 +126,24 @@ const struct sym_entry *symtab__lookup(const struct symtab *t, uint64_t addr);
 /* demangle.c: the demangled form of a C++ or Rust symbol name (malloc'd), or NULL when the
  * name is not mangled or cannot be demangled. */
 char *sym_demangle(const char *name);
+
+/* An accepted separate debug file, for every object of its key. */
+struct debug_file {
+	struct symtab_key key;
+	int fd;
+};
+
+/* symbolizer.c: the table cache, for debugfile.c. */
+int sym_cmp_table(const void *a, const void *b);
+int sym_cmp_table_key(const struct symtab_key *x, const struct symtab_key *y);
+void sym_table_drop(struct symbolizer *s, struct symtab *t);
+/* debugfile.c: the debug file accepted for key, or -1. */
+int sym_debug_fd(const struct symbolizer *s, const struct symtab_key *key);
+void sym_debug_files_free(struct symbolizer *s);
+/* object.c: take the NT_GNU_BUILD_ID note of data into o; true when found. */
+bool sym_find_build_id(struct sym_object *o, Elf_Data *data);
+/* dwarf.c: does elf carry DWARF (.debug_info)? */
+bool sym_has_debug_info(Elf *elf);
 
 /* dwarf.c: one frame of an address from DWARF; strings borrowed from the sym_dwarf. */
 struct sym_dwarf_frame {

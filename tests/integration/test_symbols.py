@@ -96,3 +96,64 @@ def test_rust_names_demangled_legacy_and_v0():
           f"legacy system names: {legacy}")
     _, v0 = hot_function([workload("rustnames-v0"), "3"], "rustnames::net::poll_hot")
     check(all(n.startswith("_RNv") for n in v0), f"v0 system names: {v0}")
+
+
+def _stripped_copy(folder, debuglink=True):
+    """The inlined workload stripped, its DWARF in NAME.debug (named by .gnu_debuglink when
+    debuglink); returns (binary, debug file, build ID hex)."""
+    import re
+    import shutil
+    import subprocess
+    binary = os.path.join(folder, "inlined-s")
+    debug = binary + ".debug"
+    shutil.copy(workload("inlined"), binary)
+    for argv in (["objcopy", "--only-keep-debug", binary, debug],
+                 ["strip", "--strip-all", binary]) + (
+                 (["objcopy", "--add-gnu-debuglink=" + debug, binary],) if debuglink else ()):
+        subprocess.run(argv, check=True, cwd=folder)
+    note = subprocess.run(["readelf", "-n", binary], capture_output=True, text=True).stdout
+    return binary, debug, re.search(r"Build ID: (\w+)", note).group(1)
+
+
+def _named_through_debug_file(binary, agent_args=()):
+    agent, _, pid = run_with_agent([binary, "3"], agent_args=agent_args)
+    total = named = 0
+    for prof in profiles_of(agent):
+        for s in prof.samples(pid=pid):
+            total += s["count"]
+            if prof.frames(s)[:2] == ["mix_inlined", "spin_caller"]:
+                named += s["count"]
+    check(total > 100, f"only {total} samples")
+    return agent, named / total
+
+
+def test_stripped_binary_named_through_debuglink_and_build_id():
+    """A stripped binary is named, inline frames included, from its debug file found by
+    .gnu_debuglink beside it; and one without a debuglink from DEBUG/.build-id/xx/rest.debug
+    under --debug-dir; a debug file of another build under that name is refused."""
+    import shutil
+    import subprocess
+    from harness import tmpdir
+    d = tmpdir("ignis-debuglink-")
+    binary, _, _ = _stripped_copy(d)
+    agent, share = _named_through_debug_file(binary)
+    check(share > 0.8, f"debuglink: {share:.0%} named:\n{agent.stderr()[-2000:]}")
+    check("debug file " in agent.stderr(), "no debug-file line in the log")
+
+    d2 = tmpdir("ignis-buildid-")
+    root = tmpdir("ignis-debugroot-")
+    binary, debug, build_id = _stripped_copy(d2, debuglink=False)
+    target = os.path.join(root, ".build-id", build_id[:2], build_id[2:] + ".debug")
+    os.makedirs(os.path.dirname(target))
+    shutil.move(debug, target)
+    agent, share = _named_through_debug_file(binary, ("--debug-dir", root))
+    check(share > 0.8, f"build-id: {share:.0%} named:\n{agent.stderr()[-2000:]}")
+
+    # Another build's debug file where this build's should be: refused, frames unnamed.
+    other = os.path.join(d2, "other")
+    subprocess.run(["gcc", "-O2", "-g", "-DOTHER_BUILD=1", "-o", other,
+                    os.path.join(SRC, "hot2.c"), "-pthread"], check=True)
+    subprocess.run(["objcopy", "--only-keep-debug", other, target], check=True)
+    agent, share = _named_through_debug_file(binary, ("--debug-dir", root))
+    check(share == 0, f"a debug file of another build was used: {share:.0%} named")
+    check("another build" in agent.stderr(), "the refusal is not in the log")

@@ -204,6 +204,56 @@ static void test_dwarf_inline_frames(void **state)
 	symbolizer__free(s);
 }
 
+static void test_debug_file_by_debuglink(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct symbolizer_stats st;
+	struct sym_object *o;
+	struct sym_frame f[8];
+	uint32_t crc = 0;
+	int n = 0, fd;
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("inline-stripped"));
+	assert_non_null(o);
+	assert_true(sym_object__needs_debug_file(o));
+	assert_string_equal(sym_object__debuglink(o, &crc), "inline.debug");
+	assert_true(crc != 0);
+	/* Stripped: only the entry point's neighbourhood could be named, outer() is not. */
+	{
+		struct nm_symbol ns = { 0 };
+
+		assert_int_equal(nm_lookup(FIXTURE("inline"), "outer", &ns), 0);
+		assert_int_equal(symbolizer__symbolize(s, o, ns.addr, f, 8), 0);
+	}
+	/* The debug file of another build is refused, whatever its name. */
+	fd = open(FIXTURE("inline-other.debug"), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(symbolizer__set_debug_file(s, o, fd), -ENOKEY);
+	close(fd);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.debug_files_refused, 1);
+	assert_true(sym_object__needs_debug_file(o));
+	/* Not ELF at all. */
+	fd = open(FIXTURE("fixture-pie.nm"), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(symbolizer__set_debug_file(s, o, fd), -EINVAL);
+	close(fd);
+	/* Its own: names, lines and inline frames through the stripped binary. */
+	fd = open(FIXTURE("inline.debug"), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(symbolizer__set_debug_file(s, o, fd), 0);
+	close(fd);
+	assert_false(sym_object__needs_debug_file(o));
+	find_inlined(s, o, FIXTURE("inline"), f, &n);
+	assert_int_equal(n, 3);
+	assert_string_equal(f[2].name, "outer");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.debug_files, 1);
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
 static void test_pie(void **state)
 {
 	(void)state;
@@ -477,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_dwarf_inline_frames),
+		cmocka_unit_test(test_debug_file_by_debuglink),
 	};
 
 	return cmocka_run_group_tests_name("symbolizer", tests, NULL, NULL);

@@ -76,6 +76,7 @@ static void image_free(struct proc_image *img)
 	for (i = 0; i < img->nr_maps; i++)
 		mapping_fini(&img->maps[i]);
 	free(img->maps);
+	sym_perfmap__free(img->perfmap);
 	free(img);
 }
 
@@ -238,18 +239,101 @@ static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_
 	return obj;
 }
 
+/* The last field of "NSpid:" in /proc/PID/status: the id in the innermost pid namespace. */
+static uint32_t read_nspid(int pid_fd, uint32_t tgid)
+{
+	char *status = NULL, *line, *last;
+	unsigned long v;
+	uint32_t nspid = tgid;
+
+	if (procfs_read_file(pid_fd, "status", 65536, &status) < 0)
+		return tgid;
+	line = strstr(status, "\nNSpid:");
+	if (line) {
+		line += 7;
+		line[strcspn(line, "\n")] = '\0';
+		last = strrchr(line, '\t') ? strrchr(line, '\t') + 1 : line;
+		v = strtoul(last, NULL, 10);
+		if (v && v <= UINT32_MAX)
+			nspid = (uint32_t)v;
+	}
+	free(status);
+	return nspid;
+}
+
 /* Executable path and cgroup metadata: best effort, a process may hide neither. */
 static void capture_identity(int pid_fd, struct proc_image *img)
 {
 	char *cgroup = NULL;
 	ssize_t n;
 
+	img->nspid = read_nspid(pid_fd, img->id.tgid);
 	n = readlinkat(pid_fd, "exe", img->exe, sizeof(img->exe) - 1);
 	img->exe[n > 0 ? n : 0] = '\0';
 	if (procfs_read_file(pid_fd, "cgroup", 65536, &cgroup) >= 0 &&
 	    metadata_parse_cgroup(cgroup, &img->meta))
 		memset(&img->meta, 0, sizeof(img->meta));
 	free(cgroup);
+}
+
+#define MAX_PERFMAP_BYTES (64 << 20)
+
+const char *proctab__jit_symbol(struct proctab *pt, struct proc_image *img, uint64_t addr,
+				uint64_t window)
+{
+	int pid_fd = -1, root_fd = -1, fd = -1;
+	struct sym_perfmap *m;
+	char path[64], *text = NULL;
+	uint64_t ticks, malformed;
+	struct stat st;
+	size_t len = 0;
+	ssize_t n;
+
+	if (img->perfmap_window == window || img->exited_window != UINT64_MAX)
+		return sym_perfmap__lookup(img->perfmap, addr, NULL);
+	img->perfmap_window = window;
+	pid_fd = procfs_open_pid(pt->opts.proc_root, img->id.tgid);
+	if (pid_fd < 0 || procfs_start_ticks(pid_fd, &ticks) ||
+	    ticks != procfs_ns_to_ticks(img->id.start_time))
+		goto out;
+	root_fd = openat(pid_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", img->nspid ? img->nspid : img->id.tgid);
+	fd = root_fd >= 0 ? procfs_open_in_root(root_fd, path) : -1;
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size == img->perfmap_size)
+		goto out;
+	if (st.st_size > MAX_PERFMAP_BYTES) {
+		pr_warn_ratelimited(3, 600, "pid %u: %s is over %d MiB: JIT frames stay unnamed",
+				    img->id.tgid, path, MAX_PERFMAP_BYTES >> 20);
+		goto out;
+	}
+	text = malloc((size_t)st.st_size + 1);
+	while (text && len < (size_t)st.st_size &&
+	       (n = pread(fd, text + len, (size_t)st.st_size - len, (off_t)len)) > 0)
+		len += (size_t)n;
+	/* Parse whole lines only: the runtime may be writing the last one now. */
+	while (len && text && text[len - 1] != '\n')
+		len--;
+	m = text ? sym_perfmap__parse(text, len) : NULL;
+	if (m) {
+		sym_perfmap__free(img->perfmap);
+		img->perfmap = m;
+		img->perfmap_size = (uint64_t)st.st_size;
+		pt->stats.perfmaps_read++;
+		sym_perfmap__count(m, &malformed);
+		pt->stats.perfmap_malformed += malformed;
+		pr_debug("pid %u: %s: %zu JIT functions", img->id.tgid, path,
+			 sym_perfmap__count(m, NULL));
+	}
+out:
+	free(text);
+	if (fd >= 0)
+		close(fd);
+	if (root_fd >= 0)
+		close(root_fd);
+	if (pid_fd >= 0)
+		close(pid_fd);
+	return sym_perfmap__lookup(img->perfmap, addr, NULL);
 }
 
 /* Does an existing mapping describe the same thing as a maps entry? */
@@ -461,6 +545,7 @@ static int new_image(struct proctab *pt, const struct ignis_proc_event *ev, uint
 	if (!img)
 		return -ENOMEM;
 	img->id = id;
+	img->perfmap_window = UINT64_MAX;
 	img->exited_window = UINT64_MAX;
 	memcpy(img->comm, ev->comm, sizeof(img->comm));
 	img->comm[sizeof(img->comm) - 1] = '\0';

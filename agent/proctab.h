@@ -57,21 +57,27 @@ struct proc_image {
 	struct proc_mapping *maps; /* sorted by start; stale ones overlap no current one */
 	size_t nr_maps;
 	size_t cap_maps;
-	uint64_t captured_ns;	/* CLOCK_MONOTONIC of the last capture */
-	uint64_t exited_window; /* window in which it exited, UINT64_MAX while alive */
-	bool incomplete;	/* some mapped file could not be opened */
+	uint64_t captured_ns;	     /* CLOCK_MONOTONIC of the last capture */
+	uint64_t exited_window;	     /* window in which it exited, UINT64_MAX while alive */
+	bool incomplete;	     /* some mapped file could not be opened */
+	uint32_t nspid;		     /* its process id in its own pid namespace (NSpid) */
+	struct sym_perfmap *perfmap; /* its /tmp/perf-NSPID.map, NULL if none */
+	uint64_t perfmap_size;	     /* size of the file when read */
+	uint64_t perfmap_window;     /* window of the last check, UINT64_MAX: never */
 };
 
 /* Counters since proctab__new(). */
 struct proctab_stats {
-	uint64_t images;	 /* images held now */
-	uint64_t captures;	 /* successful captures of mappings */
-	uint64_t capture_errors; /* captures that failed (process gone, exec'd, denied) */
-	uint64_t files_opened;	 /* mapped files opened */
-	uint64_t file_errors;	 /* mapped files that could not be opened or parsed */
-	uint64_t debug_files;	 /* separate debug files found for stripped objects */
-	uint64_t debug_misses;	 /* objects without DWARF for which none was found */
-	uint64_t exits_missed;	 /* exits found by the rescan, not by an event */
+	uint64_t images;	    /* images held now */
+	uint64_t captures;	    /* successful captures of mappings */
+	uint64_t capture_errors;    /* captures that failed (process gone, exec'd, denied) */
+	uint64_t files_opened;	    /* mapped files opened */
+	uint64_t file_errors;	    /* mapped files that could not be opened or parsed */
+	uint64_t debug_files;	    /* separate debug files found for stripped objects */
+	uint64_t debug_misses;	    /* objects without DWARF for which none was found */
+	uint64_t perfmaps_read;	    /* JIT maps (/tmp/perf-PID.map) read or re-read */
+	uint64_t perfmap_malformed; /* ... lines skipped as malformed */
+	uint64_t exits_missed;	    /* exits found by the rescan, not by an event */
 };
 
 struct proctab_opts {
@@ -93,6 +99,15 @@ int proctab__handle_event(struct proctab *pt, const struct ignis_proc_event *ev,
 
 /* The image for id, or NULL when none was captured. Borrowed until proctab__release(). */
 struct proc_image *proctab__find(struct proctab *pt, const struct proc_id *id);
+
+/*
+ * The JIT function covering runtime address addr of img, from the process's
+ * /tmp/perf-PID.map (PID as the process knows itself: NSpid), read inside the process's
+ * root and read again when it grew, checked at most once per window while the process
+ * lives. The name is borrowed until the next call for img; NULL when none covers addr.
+ */
+const char *proctab__jit_symbol(struct proctab *pt, struct proc_image *img, uint64_t addr,
+				uint64_t window);
 
 /*
  * The mapping of img that contains addr. When none does, `recapture` is set and the process

@@ -225,7 +225,8 @@ static int64_t new_user_mapping(struct build_ctx *c, const struct proc_mapping *
 	m.memory_limit = UINT64_MAX;
 	m.filename = name;
 	m.build_id = bid;
-	m.has_functions = pm->object != NULL;
+	/* JIT code is named from the runtime's perf map, when it writes one. */
+	m.has_functions = pm->object != NULL || pm->kind == MAPPING_ANON;
 	return profile__mapping(c->p, key, key_len, &m);
 }
 
@@ -283,6 +284,23 @@ static int symbolize_lines(struct build_ctx *c, struct sym_object *obj, uint64_t
 	return n;
 }
 
+/* A Line for JIT code at runtime address pc, from the process's perf map; 0 if unnamed. */
+static int jit_lines(struct build_ctx *c, struct proc_image *img, uint64_t pc,
+		     struct profile_line *lines)
+{
+	const char *name = proctab__jit_symbol(c->wb->opts.proctab, img, pc, c->seq);
+	int64_t fn;
+
+	if (!name)
+		return 0;
+	fn = profile__function(c->p, name, name, "", 0);
+	if (fn < 0)
+		return (int)fn;
+	lines[0].function_id = (uint64_t)fn;
+	lines[0].line = 0;
+	return 1;
+}
+
 /*
  * The location of a user address. *named tells whether it has a function; *fn_name (may be
  * NULL) receives the outermost function name for the root check.
@@ -322,6 +340,8 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 	if (!found) {
 		if (pm && pm->object)
 			n = symbolize_lines(c, pm->object, addr, lines);
+		else if (pm && pm->kind == MAPPING_ANON)
+			n = jit_lines(c, img, pc, lines);
 		if (n < 0)
 			return n;
 		if (!n)

@@ -170,6 +170,23 @@ int symbolizer__load_kallsyms(struct symbolizer *s, FILE *f) SYM_WARN_UNUSED;
  */
 int symbolizer__symbolize_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *frame);
 
+/*
+ * JIT symbol maps (/tmp/perf-PID.map, "START SIZE NAME" lines in hex; Linux
+ * tools/perf/Documentation/jit-interface.txt). The text is the caller's to read; the map
+ * keeps its own copy of the names. Returns NULL with errno ENOMEM; malformed lines are
+ * skipped and counted.
+ */
+struct sym_perfmap;
+struct sym_perfmap *sym_perfmap__parse(const char *text, size_t len);
+void sym_perfmap__free(struct sym_perfmap *m);
+/* Memory the map holds, bytes. */
+size_t sym_perfmap__bytes(const struct sym_perfmap *m);
+/* Entries kept, and lines skipped as malformed into *malformed (may be NULL). */
+size_t sym_perfmap__count(const struct sym_perfmap *m, uint64_t *malformed);
+/* The name of the function covering runtime address addr (the latest line wins), borrowed
+ * for the map's lifetime, and its start into *start (may be NULL); NULL if none. */
+const char *sym_perfmap__lookup(const struct sym_perfmap *m, uint64_t addr, uint64_t *start);
+
 /* One line of /proc/PID/maps (proc(5)). */
 struct procmaps_entry {
 	uint64_t start;	 /* first address of the mapping */

@@ -157,3 +157,58 @@ def test_stripped_binary_named_through_debuglink_and_build_id():
     agent, share = _named_through_debug_file(binary, ("--debug-dir", root))
     check(share == 0, f"a debug file of another build was used: {share:.0%} named")
     check("another build" in agent.stderr(), "the refusal is not in the log")
+
+
+def _jit_run(argv, child_of_unshare=False):
+    """Profile the jit workload; returns the share of its samples named
+    jit_spin_loop <- run_jit, and the agent."""
+    import time
+    from harness import Agent, spawn, tmpdir, wait_exit
+    where = os.path.join(tmpdir(), "map-path")
+    agent = Agent(interval=2).wait_ready()
+    proc = spawn(argv + [where])
+    pid = proc.pid
+    if child_of_unshare:
+        # unshare --fork: the workload is unshare's child, pid 1 in its namespace.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                    kids = f.read().split()
+            except OSError:
+                kids = []
+            if kids:
+                pid = int(kids[0])
+                break
+            time.sleep(0.02)
+        check(pid != proc.pid, "no child of unshare")
+    _, err = wait_exit(proc, 60)
+    check(proc.returncode == 0, f"{argv} failed: {err}")
+    time.sleep(0.5)
+    agent.stop()
+    try:
+        with open(where) as f:
+            map_path = f.read().strip()
+        os.unlink(map_path)
+    except OSError:
+        map_path = None
+    total = named = 0
+    for prof in profiles_of(agent):
+        for s in prof.samples(pid=pid):
+            total += s["count"]
+            if prof.frames(s)[:2] == ["jit_spin_loop", "run_jit"]:
+                named += s["count"]
+    check(total > 100, f"only {total} samples of the jit workload:\n{agent.stderr()[-1500:]}")
+    return named / total, map_path, agent
+
+
+def test_jit_code_named_from_perf_map_also_in_a_pid_namespace():
+    """JIT code in anonymous memory is named from /tmp/perf-PID.map (the later of two lines
+    for one address wins), its caller from the binary; inside a new pid namespace the map is
+    found by the process's own pid (NSpid), here 1."""
+    share, path, agent = _jit_run([workload("jit"), "3"])
+    check(share > 0.8, f"{share:.0%} of the JIT samples named:\n{agent.stderr()[-1500:]}")
+    share, path, agent = _jit_run(["unshare", "--pid", "--fork", "--mount-proc",
+                                   workload("jit"), "3"], child_of_unshare=True)
+    check(path == "/tmp/perf-1.map", f"the workload wrote {path}")
+    check(share > 0.8, f"in a pid namespace, {share:.0%} named:\n{agent.stderr()[-1500:]}")

@@ -254,6 +254,46 @@ static void test_debug_file_by_debuglink(void **state)
 	symbolizer__free(s);
 }
 
+static void test_perfmap(void **state)
+{
+	static const char text[] = "7f0000001000 100 LazyCompile:~add /app/x.js:3\n"
+				   "0x7f0000002000 0x20 [jit] stub\r\n"
+				   "garbage line\n"
+				   "7f0000003000 0 zero_size\n"
+				   "ffffffffffffff00 1000 overflows\n"
+				   "7f0000004000 10\n"
+				   "\n"
+				   "7f0000001080 40 recompiled\n"
+				   "7f0000005000 8 no_newline_at_end";
+	struct sym_perfmap *m = sym_perfmap__parse(text, sizeof(text) - 1);
+	uint64_t start = 0, malformed = 0;
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(sym_perfmap__count(m, &malformed), 4);
+	assert_int_equal(malformed, 4);
+	assert_string_equal(sym_perfmap__lookup(m, 0x7f0000001000, &start),
+			    "LazyCompile:~add /app/x.js:3");
+	assert_int_equal(start, 0x7f0000001000);
+	assert_string_equal(sym_perfmap__lookup(m, 0x7f00000010ff, NULL),
+			    "LazyCompile:~add /app/x.js:3");
+	/* Code at the same addresses written again later: the later line wins. */
+	assert_string_equal(sym_perfmap__lookup(m, 0x7f00000010a0, &start), "recompiled");
+	assert_int_equal(start, 0x7f0000001080);
+	assert_null(sym_perfmap__lookup(m, 0x7f0000001100, NULL)); /* end is exclusive */
+	assert_string_equal(sym_perfmap__lookup(m, 0x7f000000201f, NULL), "[jit] stub");
+	assert_null(sym_perfmap__lookup(m, 0x7f0000002020, NULL));
+	assert_string_equal(sym_perfmap__lookup(m, 0x7f0000005007, NULL), "no_newline_at_end");
+	assert_null(sym_perfmap__lookup(m, 0x1000, NULL));
+	assert_true(sym_perfmap__bytes(m) > 0);
+	sym_perfmap__free(m);
+
+	m = sym_perfmap__parse("", 0);
+	assert_non_null(m);
+	assert_null(sym_perfmap__lookup(m, 0, NULL));
+	sym_perfmap__free(m);
+}
+
 static void test_pie(void **state)
 {
 	(void)state;
@@ -528,6 +568,7 @@ int main(void)
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_dwarf_inline_frames),
 		cmocka_unit_test(test_debug_file_by_debuglink),
+		cmocka_unit_test(test_perfmap),
 	};
 
 	return cmocka_run_group_tests_name("symbolizer", tests, NULL, NULL);

@@ -391,6 +391,12 @@ static void account(struct agent *a, const struct drained_window *dw, const stru
 	t->symbol_cache_bytes = ys.cache_bytes;
 	t->symbol_tables_loaded = ys.tables_loaded;
 	t->symbol_tables_evicted = ys.tables_evicted;
+	t->symbol_addr_hits = ys.addr_hits;
+	t->debug_files_found = ps.debug_files;
+	t->debug_files_missing = ps.debug_misses;
+	t->debug_files_refused = ys.debug_files_refused;
+	t->jit_maps_read = ps.perfmaps_read;
+	t->jit_map_lines_malformed = ps.perfmap_malformed;
 	metrics_observe_drain(t, seconds);
 	t->last_drain_ns = now_mono_ns();
 }

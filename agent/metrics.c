@@ -213,6 +213,23 @@ long metrics_format(const struct metrics_snapshot *s, const char *version, char 
 	metric(f, "ignis_symbol_tables_evicted_total", "counter",
 	       "Symbol tables dropped to stay within the cache budget.");
 	fprintf(f, "ignis_symbol_tables_evicted_total %llu\n", U64(s->symbol_tables_evicted));
+	metric(f, "ignis_symbol_address_cache_hits_total", "counter",
+	       "Lookups answered from addresses resolved through DWARF before.");
+	fprintf(f, "ignis_symbol_address_cache_hits_total %llu\n", U64(s->symbol_addr_hits));
+	metric(f, "ignis_debug_files_total", "counter",
+	       "Separate debug files for binaries without DWARF: used, none found, or refused "
+	       "(another build).");
+	fprintf(f, "ignis_debug_files_total{result=\"found\"} %llu\n", U64(s->debug_files_found));
+	fprintf(f, "ignis_debug_files_total{result=\"missing\"} %llu\n",
+		U64(s->debug_files_missing));
+	fprintf(f, "ignis_debug_files_total{result=\"refused\"} %llu\n",
+		U64(s->debug_files_refused));
+	metric(f, "ignis_jit_maps_read_total", "counter",
+	       "JIT symbol maps (/tmp/perf-PID.map) read.");
+	fprintf(f, "ignis_jit_maps_read_total %llu\n", U64(s->jit_maps_read));
+	metric(f, "ignis_jit_map_lines_malformed_total", "counter",
+	       "Lines of JIT symbol maps skipped as malformed.");
+	fprintf(f, "ignis_jit_map_lines_malformed_total %llu\n", U64(s->jit_map_lines_malformed));
 
 	metric(f, "ignis_windows_total", "counter", "Windows drained.");
 	fprintf(f, "ignis_windows_total %llu\n", U64(s->windows));

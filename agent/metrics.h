@@ -68,6 +68,12 @@ struct metrics_snapshot {
 	uint64_t symbol_cache_bytes;
 	uint64_t symbol_tables_loaded;
 	uint64_t symbol_tables_evicted;
+	uint64_t symbol_addr_hits;	  /* answered from resolved addresses (DWARF) */
+	uint64_t debug_files_found;	  /* separate debug files used */
+	uint64_t debug_files_missing;	  /* objects without DWARF and no debug file */
+	uint64_t debug_files_refused;	  /* candidates of another build */
+	uint64_t jit_maps_read;		  /* /tmp/perf-PID.map reads */
+	uint64_t jit_map_lines_malformed; /* ... lines skipped */
 	/* Windows and sinks. */
 	uint64_t windows;
 	uint64_t profiles_written;

@@ -90,6 +90,7 @@ struct sym_perfmap *sym_perfmap__parse(const char *text, size_t len)
 		nlen = (size_t)(eol - name);
 		if (nlen && name[nlen - 1] == '\r')
 			nlen--;
+		nlen = strnlen(name, nlen); /* a NUL ends the name */
 		if (nlen >= SYM_MAX_NAME)
 			nlen = SYM_MAX_NAME - 1;
 		if (!nlen || m->nr >= SYM_MAX_SYMBOLS || names_len + nlen + 1 > UINT32_MAX) {
@@ -101,7 +102,6 @@ struct sym_perfmap *sym_perfmap__parse(const char *text, size_t len)
 			goto err_out;
 		memcpy(m->names + names_len, name, nlen);
 		m->names[names_len + nlen] = '\0';
-		/* A NUL inside the name would cut it: keep what precedes it. */
 		m->entries[m->nr++] =
 			(struct perfmap_entry){ start, start + size, (uint32_t)names_len, seq++ };
 		names_len += nlen + 1;

@@ -98,6 +98,28 @@ def unit_tests(results, build):
                 results.record(f"{flavour}: {module}: ran", False, output, took)
 
 
+FUZZ_TARGETS = ("procmaps", "perfmap", "elf", "debuglink")
+
+
+def fuzz_regression(results, build):
+    """Replay each fuzz target's committed corpus once (tests/fuzz/corpus/TARGET): inputs
+    that once crashed or found new paths must still run clean under ASan/UBSan."""
+    for target in FUZZ_TARGETS:
+        binary = os.path.join(build, "tests", "fuzz", f"fuzz_{target}")
+        corpus = os.path.join(HERE, "fuzz", "corpus", target)
+        name = f"fuzz: {target}: corpus replays clean"
+        files = glob.glob(os.path.join(corpus, "*"))
+        if not os.path.exists(binary) or not files:
+            results.record(name, False, f"missing {binary} or an empty corpus {corpus}")
+            continue
+        start = time.monotonic()
+        proc = subprocess.run([binary, "-runs=0", corpus], capture_output=True, text=True,
+                              timeout=600)
+        ok = proc.returncode == 0 and "INITED" in proc.stderr
+        results.record(f"{name} ({len(files)} inputs)", ok,
+                       "" if ok else proc.stderr[-4000:], time.monotonic() - start)
+
+
 def integration_tests(results, build, only):
     problems = []
     if os.geteuid() != 0:
@@ -145,6 +167,7 @@ def main():
         format_check(results)
         docs_check(results, args.build)
         unit_tests(results, args.build)
+        fuzz_regression(results, args.build)
     if not args.unit_only:
         integration_tests(results, args.build, args.only)
     print(f"\ntests took {time.monotonic() - started:.0f} s")

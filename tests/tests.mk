@@ -66,7 +66,8 @@ FIXTURE_CFLAGS := -O1 -g -fno-inline -Wall
 FIXTURES := $(FIXTURE_DIR)/fixture-pie $(FIXTURE_DIR)/fixture-nopie \
 	    $(FIXTURE_DIR)/libfixture.so $(FIXTURE_DIR)/libfixture-stripped.so \
 	    $(FIXTURE_DIR)/fixture-nobuildid
-FIXTURES += $(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FIXTURE_DIR)/inline-other
+FIXTURES += $(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FIXTURE_DIR)/inline-other \
+	    $(FIXTURE_DIR)/inline-zlib
 FIXTURE_LISTINGS := $(FIXTURES:%=%.nm) $(FIXTURES:%=%.buildid)
 
 # Inlined code with DWARF (-O2 -g); a stripped copy whose .gnu_debuglink names inline.debug,
@@ -76,6 +77,12 @@ $(FIXTURE_DIR)/inline: tests/data/src/inline.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -fPIE -pie -Wl,--build-id=sha1 -o $@ $<
+
+# The same with zlib-compressed debug sections (SHF_COMPRESSED).
+$(FIXTURE_DIR)/inline-zlib: tests/data/src/inline.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -gz=zlib -fPIE -pie -Wl,--build-id=sha1 -o $@ $<
 
 $(FIXTURE_DIR)/inline-other: tests/data/src/inline.c
 	$(call msg,CC,$@)
@@ -202,8 +209,65 @@ bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump
 bench-run: bench-build
 	$(Q)$(PYTHON) tests/bench/bench.py $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
 
+# ---- Fuzzing (libFuzzer): the symbolizer's parsers, built with clang and ASan/UBSan ---------
+# make fuzz FUZZ_SECONDS=600 runs each target that long, growing tests/fuzz/corpus/TARGET;
+# make test replays the committed corpus once through each target.
+FUZZ_TARGETS := procmaps perfmap elf debuglink
+FUZZ_DIR := $(TEST_BUILD)/fuzz
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -Wall -Wextra -Werror \
+	       -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+	       $(PKG_CFLAGS)
+FUZZ_SYM_OBJS := $(SYMBOLIZER_SRCS:%.c=$(BUILD)/fuzz/%.o)
+FUZZ_SECONDS ?= 600
+
+$(BUILD)/fuzz/symbolizer/%.o: symbolizer/%.c
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SYM_OBJS)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw -lz -liberty
+
+fuzz-build: $(FUZZ_BINS)
+
+# Seeds from what the tests build: ELF fixtures (and, for debuglink, a binary and its debug
+# file behind a two-byte split), this host's maps lines, a JIT map.
+fuzz-seeds: $(FIXTURES)
+	$(Q)mkdir -p $(FUZZ_DIR)/seeds/procmaps $(FUZZ_DIR)/seeds/perfmap $(FUZZ_DIR)/seeds/elf \
+		$(FUZZ_DIR)/seeds/debuglink
+	$(Q)n=0; while read -r line; do n=$$((n+1)); \
+		printf '%s' "$$line" > $(FUZZ_DIR)/seeds/procmaps/$$n; done < /proc/self/maps
+	$(Q)printf '7f0000001000 100 LazyCompile:~add /app/x.js:3\n0x7f0000002000 0x20 stub\n' \
+		> $(FUZZ_DIR)/seeds/perfmap/1
+	$(Q)cp $(FIXTURE_DIR)/fixture-pie $(FIXTURE_DIR)/libfixture-stripped.so \
+		$(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FUZZ_DIR)/seeds/elf/
+	$(Q)for pair in "inline-stripped inline.debug" "inline-stripped inline-other.debug"; do \
+		set -- $$pair; size=$$(stat -c %s $(FIXTURE_DIR)/$$1); \
+		{ printf "\\$$(printf %03o $$((size / 256 % 256)))\\$$(printf %03o $$((size % 256)))"; \
+		  cat $(FIXTURE_DIR)/$$1 $(FIXTURE_DIR)/$$2; } > $(FUZZ_DIR)/seeds/debuglink/$$2; \
+	done
+
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory fuzz-build fuzz-seeds
+	$(Q)for t in $(FUZZ_TARGETS); do \
+		mkdir -p tests/fuzz/corpus/$$t $(FUZZ_DIR)/new-$$t; \
+		echo "  FUZZ     $$t for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+			-print_final_stats=1 $(FUZZ_DIR)/new-$$t tests/fuzz/corpus/$$t \
+			$(FUZZ_DIR)/seeds/$$t > $(FUZZ_DIR)/$$t.log 2>&1 || \
+			{ tail -50 $(FUZZ_DIR)/$$t.log; exit 1; }; \
+		grep -E 'stat::number_of_executed_units|stat::peak_rss' $(FUZZ_DIR)/$$t.log; \
+		$(FUZZ_DIR)/fuzz_$$t -merge=1 tests/fuzz/corpus/$$t $(FUZZ_DIR)/new-$$t \
+			> /dev/null 2>&1; \
+	done
+
+.PHONY: fuzz fuzz-build fuzz-seeds
+
 # ---- Everything -------------------------------------------------------------------------------
-TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) \
+TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) $(FUZZ_BINS) \
 		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/lifecycle
 
 test-build: $(TEST_PREREQS)
@@ -214,3 +278,4 @@ test-all: test-build
 		$(if $(UNIT_ONLY),--unit-only)
 
 .PHONY: test-build bench-build bench-run
+

@@ -170,6 +170,23 @@ static int addr2line(const char *fixture, uint64_t addr, char fn[][64], uint32_t
 	return n;
 }
 
+/* DWARF in zlib-compressed sections (gcc -gz=zlib) reads the same. */
+static void test_dwarf_compressed_sections(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	struct sym_frame f[8];
+	int n = 0;
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("inline-zlib"));
+	assert_non_null(o);
+	find_inlined(s, o, FIXTURE("inline-zlib"), f, &n);
+	assert_int_equal(f[1].line, marker_line("CALL_LEAF"));
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
 static void test_dwarf_inline_frames(void **state)
 {
 	struct symbolizer *s = symbolizer__new(NULL);
@@ -567,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_dwarf_inline_frames),
+		cmocka_unit_test(test_dwarf_compressed_sections),
 		cmocka_unit_test(test_debug_file_by_debuglink),
 		cmocka_unit_test(test_perfmap),
 	};

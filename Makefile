@@ -55,7 +55,7 @@ ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARNINGS) -MMD -
 	      -fstack-protector-strong -I$(BUILD) -I$(BUILD)/agent $(PKG_CFLAGS) \
 	      -DIGNIS_VERSION='"$(VERSION)$(if $(REVISION), (git $(REVISION)))"' \
 	      -DIGNIS_VERSION_SHORT='"$(VERSION)"' $(CPPFLAGS) $(CFLAGS)
-LDLIBS_ALL := $(PKG_LIBS) -lelf -lz -liberty
+LDLIBS_ALL := $(PKG_LIBS) -lelf -lz -liberty -llzma
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
@@ -163,7 +163,7 @@ include tests/tests.mk
 # ---- 6. Phony targets -------------------------------------------------------------------------
 DEB_BUILD_PKGS := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
 		  libyaml-dev libmicrohttpd-dev libjson-c-dev libcurl4-openssl-dev \
-		  protobuf-c-compiler libprotobuf-c-dev libsystemd-dev libiberty-dev pkg-config git
+		  protobuf-c-compiler libprotobuf-c-dev libsystemd-dev libiberty-dev liblzma-dev pkg-config git
 DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils perl gdb openssl \
 		 prometheus \
 		 clang-format binutils procps util-linux file \

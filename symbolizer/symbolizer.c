@@ -135,7 +135,9 @@ static void enforce_budget(struct symbolizer *s, const struct symtab *keep)
 static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 {
 	struct symtab *t;
-	Elf *elf;
+	Elf *elf, *extra = NULL;
+	void *mini = NULL;
+	size_t mini_size = 0;
 	int err, fd;
 
 	/* A separate debug file, when one was accepted for this build, has the symbols. */
@@ -150,8 +152,20 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 		err = -EINVAL;
 		goto err_out;
 	}
-	t = symtab__build(elf, &o->key);
+	/* A stripped binary without a debug file may carry MiniDebugInfo. */
+	if (fd == o->fd && !o->has_symtab && !o->has_dwarf &&
+	    !sym_minidebug_image(elf, &mini, &mini_size)) {
+		extra = elf_memory(mini, mini_size);
+		if (extra && elf_kind(extra) != ELF_K_ELF) {
+			elf_end(extra);
+			extra = NULL;
+		}
+	}
+	t = symtab__build(elf, extra, &o->key);
 	err = t ? 0 : -errno;
+	if (extra)
+		elf_end(extra);
+	free(mini);
 	elf_end(elf);
 	if (err)
 		goto err_out;

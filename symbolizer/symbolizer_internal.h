@@ -117,8 +117,12 @@ struct symbolizer {
 void sym_log(const struct symbolizer *s, enum sym_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* symtab.c: parse the function symbols of elf into a new table. NULL with errno on failure. */
-struct symtab *symtab__build(Elf *elf, const struct symtab_key *key);
+/* symtab.c: parse the function symbols of elf, and of extra when not NULL (MiniDebugInfo),
+ * into a new table. NULL with errno on failure. */
+struct symtab *symtab__build(Elf *elf, Elf *extra, const struct symtab_key *key);
+/* minidebug.c: the ELF image inside .gnu_debugdata, decompressed (malloc'd). 0, -ENOENT when
+ * there is none, -EINVAL when it does not decompress, -EFBIG over the cap, -ENOMEM. */
+int sym_minidebug_image(Elf *elf, void **image, size_t *size);
 void symtab__free(struct symtab *t);
 /* The symbol whose extent covers addr, or NULL. */
 const struct sym_entry *symtab__lookup(const struct symtab *t, uint64_t addr);

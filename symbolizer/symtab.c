@@ -154,7 +154,7 @@ static int collect(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct candida
 	return 0;
 }
 
-struct symtab *symtab__build(Elf *elf, const struct symtab_key *key)
+struct symtab *symtab__build(Elf *elf, Elf *extra, const struct symtab_key *key)
 {
 	struct candidate *c = NULL;
 	struct symtab *t = NULL;
@@ -173,6 +173,27 @@ struct symtab *symtab__build(Elf *elf, const struct symtab_key *key)
 		err = collect(elf, scn, &shdr, &c, &nr);
 		if (err)
 			goto err_out;
+	}
+	/* Symbols from a second file (MiniDebugInfo) join the first file's. */
+	scn = extra ? pick_table(extra, &shdr) : NULL;
+	if (scn) {
+		struct candidate *more = NULL, *all;
+		size_t nr_more = 0;
+
+		err = collect(extra, scn, &shdr, &more, &nr_more);
+		if (err)
+			goto err_out;
+		all = nr_more ? reallocarray(c, nr + nr_more, sizeof(*c)) : c;
+		if (!all) {
+			free(more);
+			err = -ENOMEM;
+			goto err_out;
+		}
+		if (nr_more)
+			memcpy(all + nr, more, nr_more * sizeof(*more));
+		c = all;
+		nr += nr_more;
+		free(more);
 	}
 	if (nr)
 		qsort(c, nr, sizeof(*c), cmp_candidate);

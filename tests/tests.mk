@@ -67,7 +67,7 @@ FIXTURES := $(FIXTURE_DIR)/fixture-pie $(FIXTURE_DIR)/fixture-nopie \
 	    $(FIXTURE_DIR)/libfixture.so $(FIXTURE_DIR)/libfixture-stripped.so \
 	    $(FIXTURE_DIR)/fixture-nobuildid
 FIXTURES += $(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FIXTURE_DIR)/inline-other \
-	    $(FIXTURE_DIR)/inline-zlib
+	    $(FIXTURE_DIR)/inline-zlib $(FIXTURE_DIR)/fixture-minidebug
 FIXTURE_LISTINGS := $(FIXTURES:%=%.nm) $(FIXTURES:%=%.buildid)
 
 # Inlined code with DWARF (-O2 -g); a stripped copy whose .gnu_debuglink names inline.debug,
@@ -77,6 +77,21 @@ $(FIXTURE_DIR)/inline: tests/data/src/inline.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -fPIE -pie -Wl,--build-id=sha1 -o $@ $<
+
+# MiniDebugInfo as Fedora makes it (GDB manual, "MiniDebugInfo"): stripped, with the function
+# symbols .dynsym lacks in an xz-compressed ELF file in .gnu_debugdata.
+$(FIXTURE_DIR)/fixture-minidebug: $(FIXTURE_DIR)/fixture-pie
+	$(call msg,MINIDBG,$@)
+	$(Q)nm -D --format=posix --defined-only $< | awk '{print $$1}' | sort > $@.dynsyms
+	$(Q)nm --format=posix --defined-only $< | awk '$$2 ~ /^[Tt]$$/ {print $$1}' | sort > $@.funcs
+	$(Q)comm -13 $@.dynsyms $@.funcs > $@.keep
+	$(Q)objcopy --only-keep-debug $< $@.full
+	$(Q)objcopy -S --remove-section .gdb_index --remove-section .comment \
+		--keep-symbols=$@.keep $@.full $@.mini
+	$(Q)xz -f $@.mini
+	$(Q)strip --strip-all -R .comment -o $@ $<
+	$(Q)objcopy --add-section .gnu_debugdata=$@.mini.xz $@
+	$(Q)rm -f $@.dynsyms $@.funcs $@.keep $@.full $@.mini.xz
 
 # The same with zlib-compressed debug sections (SHF_COMPRESSED).
 $(FIXTURE_DIR)/inline-zlib: tests/data/src/inline.c
@@ -229,7 +244,7 @@ $(BUILD)/fuzz/symbolizer/%.o: symbolizer/%.c
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SYM_OBJS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw -lz -liberty
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw -lz -liberty -llzma
 
 fuzz-build: $(FUZZ_BINS)
 
@@ -243,7 +258,8 @@ fuzz-seeds: $(FIXTURES)
 	$(Q)printf '7f0000001000 100 LazyCompile:~add /app/x.js:3\n0x7f0000002000 0x20 stub\n' \
 		> $(FUZZ_DIR)/seeds/perfmap/1
 	$(Q)cp $(FIXTURE_DIR)/fixture-pie $(FIXTURE_DIR)/libfixture-stripped.so \
-		$(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FUZZ_DIR)/seeds/elf/
+		$(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FIXTURE_DIR)/inline-zlib \
+		$(FIXTURE_DIR)/fixture-minidebug $(FUZZ_DIR)/seeds/elf/
 	$(Q)for pair in "inline-stripped inline.debug" "inline-stripped inline-other.debug"; do \
 		set -- $$pair; size=$$(stat -c %s $(FIXTURE_DIR)/$$1); \
 		{ printf "\\$$(printf %03o $$((size / 256 % 256)))\\$$(printf %03o $$((size % 256)))"; \

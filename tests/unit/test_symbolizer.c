@@ -170,6 +170,22 @@ static int addr2line(const char *fixture, uint64_t addr, char fn[][64], uint32_t
 	return n;
 }
 
+/* A stripped binary's internal functions from its MiniDebugInfo. */
+static void test_minidebuginfo(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("fixture-minidebug"));
+	assert_non_null(o);
+	/* Same code as fixture-pie, whose nm listing gives the addresses. */
+	expect_named(s, o, FIXTURE("fixture-pie"), "fx_internal", "fx_internal");
+	expect_named(s, o, FIXTURE("fixture-pie"), "fx_exported_first", "fx_exported_first");
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
 /* DWARF in zlib-compressed sections (gcc -gz=zlib) reads the same. */
 static void test_dwarf_compressed_sections(void **state)
 {
@@ -585,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_dwarf_inline_frames),
 		cmocka_unit_test(test_dwarf_compressed_sections),
+		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_debug_file_by_debuglink),
 		cmocka_unit_test(test_perfmap),
 	};

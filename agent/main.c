@@ -23,6 +23,7 @@
 
 #include "../bpf/profiler.h"
 #include "../symbolizer/symbolizer.h"
+#include "debuginfod.h"
 #include "drain.h"
 #include "kubernetes.h"
 #include "log.h"
@@ -80,10 +81,11 @@ struct agent {
 	uint64_t seq; /* the window being recorded */
 	uint64_t window_start_real;
 	uint64_t window_start_mono;
-	uint64_t summary_ns;	      /* CLOCK_MONOTONIC of the last summary */
-	struct metrics *metrics;      /* NULL without --metrics-address */
-	struct kube *kube;	      /* NULL without --kubernetes */
-	struct metrics_snapshot snap; /* totals since start, published after each window */
+	uint64_t summary_ns;		       /* CLOCK_MONOTONIC of the last summary */
+	struct metrics *metrics;	       /* NULL without --metrics-address */
+	struct kube *kube;		       /* NULL without --kubernetes */
+	struct debuginfod_fetcher *debuginfod; /* NULL without --debuginfod-urls */
+	struct metrics_snapshot snap;	       /* totals since start, published after each window */
 };
 
 static void symbolizer_print(enum sym_log_level level, const char *fmt, va_list ap)
@@ -435,6 +437,27 @@ static void write_local(struct agent *a, uint64_t seq, uint64_t time_ns, const u
 				    a->cfg->output_dir, strerror(-err));
 }
 
+/* proctab: an object without DWARF and no debug file on disk: ask debuginfod. */
+static void on_debug_missing(void *ctx, struct sym_object *obj)
+{
+	struct agent *a = ctx;
+	const uint8_t *id;
+	size_t len = sym_object__build_id(obj, &id);
+
+	if (len)
+		debuginfod_fetcher__request(a->debuginfod, id, len);
+}
+
+static void on_debug_fetched(void *ctx, const uint8_t *build_id, size_t len, int fd)
+{
+	struct agent *a = ctx;
+	int err = symbolizer__add_debug_file(a->symbolizer, build_id, len, fd);
+
+	if (err && err != -EALREADY)
+		pr_debug("debuginfod: a fetched debug file is not used: %s",
+			 err == -ENOKEY ? "another build" : strerror(-err));
+}
+
 static int do_window(struct agent *a)
 {
 	struct window_stats ws = { 0 };
@@ -448,6 +471,9 @@ static int do_window(struct agent *a)
 	unsigned int idle;
 	int64_t unaccounted;
 	double rate;
+
+	/* Debug files debuginfod delivered since the last window name this one. */
+	debuginfod_fetcher__take(a->debuginfod, on_debug_fetched, a);
 	int err, n;
 
 	drained_window__init(&dw);
@@ -731,6 +757,16 @@ int main(int argc, char **argv)
 	po.vdso = a.vdso;
 	po.min_recapture_ns = RECAPTURE_GAP_NS;
 	po.debug_dir = cfg.debug_dir;
+	if (cfg.debuginfod_urls) {
+		a.debuginfod = debuginfod_fetcher__new(
+			cfg.debuginfod_urls, (unsigned int)cfg.debuginfod_timeout_sec, NULL);
+		if (!a.debuginfod)
+			pr_warn("debuginfod: cannot start fetching (%s); debug files come from disk "
+				"only",
+				strerror(errno));
+		po.debug_missing = a.debuginfod ? on_debug_missing : NULL;
+		po.debug_missing_ctx = &a;
+	}
 	a.proctab = proctab__new(&po);
 	wo.proctab = a.proctab;
 	wo.symbolizer = a.symbolizer;
@@ -783,6 +819,7 @@ int main(int argc, char **argv)
 	ret = err ? 1 : 0;
 	log_summary(&a);
 cleanup:
+	debuginfod_fetcher__free(a.debuginfod);
 	metrics__free(a.metrics);
 	server_sink__free(a.server, ret == 0 ? UPLOAD_FLUSH_NS : 0);
 	kube__free(a.kube);

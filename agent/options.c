@@ -240,6 +240,33 @@ static int opt_debug_dir(struct agent_config *cfg, const char *arg, char *why, s
 	return option_set_string(&cfg->debug_dir, arg, why, len);
 }
 
+static int opt_debuginfod_urls(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	const char *p = arg;
+
+	/* Space-separated http(s) URLs, as DEBUGINFOD_URLS. */
+	while (*p) {
+		size_t n;
+
+		p += strspn(p, " ");
+		n = strcspn(p, " ");
+		if (n && strncmp(p, "http://", 7) && strncmp(p, "https://", 8))
+			return WHY("must be http:// or https:// URLs separated by spaces");
+		p += n;
+	}
+	return option_set_string(&cfg->debuginfod_urls, arg, why, len);
+}
+
+static int opt_debuginfod_timeout(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (parse_duration(arg, &v) || !v || v > 3600)
+		return WHY("must be a duration from 1s to 1h (e.g. 30s)");
+	cfg->debuginfod_timeout_sec = v;
+	return 0;
+}
+
 static int opt_symbol_cache(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	uint64_t v;
@@ -390,6 +417,12 @@ static const struct option_desc options[] = {
 	  "separate debug files on the host: DIR/.build-id/xx/rest.debug and DIR/PATH/DEBUGLINK "
 	  "(looked up inside a container's root first)",
 	  "/usr/lib/debug", 0, NULL, opt_debug_dir },
+	{ "debuginfod-urls", 0, "URLS",
+	  "fetch missing debug files from these debuginfod servers (space-separated), off the "
+	  "drain path",
+	  NULL, 0, "DEBUGINFOD_URLS", opt_debuginfod_urls },
+	{ "debuginfod-timeout", 0, "DURATION", "give up on one debuginfod fetch after this long",
+	  "30s", 0, NULL, opt_debuginfod_timeout },
 	{ "max-stacks", 0, "N", "stacks per window in the BPF maps (0: sized automatically)", "0",
 	  0, NULL, opt_max_stacks },
 	{ "metrics-address", 0, "HOST:PORT",
@@ -518,6 +551,7 @@ void config_init(struct agent_config *cfg)
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
 	cfg->symbol_cache_bytes = 64ULL << 20;
 	cfg->debug_dir = strdup("/usr/lib/debug");
+	cfg->debuginfod_timeout_sec = 30;
 	cfg->upload_connect_timeout_sec = 5;
 	cfg->upload_timeout_sec = 30;
 	cfg->upload_concurrency = 4;
@@ -532,6 +566,7 @@ void config_fini(struct agent_config *cfg)
 
 	free(cfg->output_dir);
 	free(cfg->debug_dir);
+	free(cfg->debuginfod_urls);
 	free(cfg->pids);
 	free(cfg->metrics_address);
 	free(cfg->node_name);

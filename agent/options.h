@@ -34,11 +34,13 @@ struct agent_config {
 	enum log_level log_level;
 	enum sampler_event event;
 	uint64_t symbol_cache_bytes;
-	char *debug_dir;       /* host folder of separate debug files, "/usr/lib/debug" */
-	uint32_t max_stacks;   /* stacks per generation, 0: sized from CPUs and Hz */
-	char *metrics_address; /* HOST:PORT of the Prometheus endpoint, NULL: off */
-	char *node_name;       /* this host's name in labels (NODE_NAME), NULL: hostname */
-	bool kubernetes;       /* name pods and containers from the API server */
+	char *debug_dir;		 /* host folder of separate debug files, "/usr/lib/debug" */
+	char *debuginfod_urls;		 /* space-separated servers, NULL: none */
+	uint64_t debuginfod_timeout_sec; /* per fetch */
+	uint32_t max_stacks;		 /* stacks per generation, 0: sized from CPUs and Hz */
+	char *metrics_address;		 /* HOST:PORT of the Prometheus endpoint, NULL: off */
+	char *node_name; /* this host's name in labels (NODE_NAME), NULL: hostname */
+	bool kubernetes; /* name pods and containers from the API server */
 	char *kubernetes_api_url;
 	char *kubernetes_token_file;
 	char *kubernetes_ca_file;

@@ -190,6 +190,8 @@ static void find_debug_file(struct proctab *pt, struct sym_object *obj, int pid_
 			goto found;
 	}
 	pt->stats.debug_misses++;
+	if (pt->opts.debug_missing)
+		pt->opts.debug_missing(pt->opts.debug_missing_ctx, obj);
 	return;
 found:
 	pt->stats.debug_files++;

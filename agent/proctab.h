@@ -87,6 +87,10 @@ struct proctab_opts {
 	uint64_t min_recapture_ns; /* min time between two captures of one image for
 					 * addresses outside every mapping */
 	const char *debug_dir;	   /* host folder of debug files; NULL: /usr/lib/debug */
+	/* Called for an object without DWARF whose debug file was found nowhere (e.g. to ask
+	 * a debuginfod server); may be NULL. */
+	void (*debug_missing)(void *ctx, struct sym_object *obj);
+	void *debug_missing_ctx;
 };
 
 struct proctab;

@@ -107,24 +107,59 @@ out:
 	return err;
 }
 
-int symbolizer__set_debug_file(struct symbolizer *s, struct sym_object *o, int fd)
+/* Check fd is a regular ELF file within the cap; its build ID and contents into *probe. */
+static int examine(int fd, struct sym_object *probe)
 {
-	struct sym_object probe = { 0 };
-	struct symtab key, **found;
-	struct debug_file *df;
 	struct stat st;
-	uint32_t crc;
-	int err;
 
-	if (o->image || sym_debug_fd(s, &o->key) >= 0)
-		return -EALREADY;
 	if (fstat(fd, &st))
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
 	if ((uint64_t)st.st_size > SYM_MAX_FILE_BYTES)
 		return -EFBIG;
-	err = inspect(fd, &probe);
+	return inspect(fd, probe);
+}
+
+/* Record fd as the debug file of key and drop the table read without it. */
+static int accept_file(struct symbolizer *s, const struct symtab_key *k, int fd)
+{
+	struct symtab key, **found;
+	struct debug_file *df;
+	int err;
+
+	df = calloc(1, sizeof(*df));
+	if (!df)
+		return -ENOMEM;
+	df->key = *k;
+	df->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (df->fd < 0 || !tsearch(df, &s->debug_files, cmp_debug_file)) {
+		err = df->fd < 0 ? -errno : -ENOMEM;
+		if (df->fd >= 0)
+			close(df->fd);
+		free(df);
+		return err;
+	}
+	/* A table this key already had was read without the debug file: drop it, so that the
+	 * next lookup reads the debug file (for every object of that build ID). */
+	key.key = *k;
+	found = tfind(&key, &s->tables, sym_cmp_table);
+	if (found)
+		sym_table_drop(s, *found);
+	s->evict_gen++;
+	s->stats.debug_files++;
+	return 0;
+}
+
+int symbolizer__set_debug_file(struct symbolizer *s, struct sym_object *o, int fd)
+{
+	struct sym_object probe = { 0 };
+	uint32_t crc;
+	int err;
+
+	if (o->image || sym_debug_fd(s, &o->key) >= 0)
+		return -EALREADY;
+	err = examine(fd, &probe);
 	if (err)
 		return err;
 	if (o->build_id_len) {
@@ -148,27 +183,34 @@ int symbolizer__set_debug_file(struct symbolizer *s, struct sym_object *o, int f
 	}
 	if (!probe.has_symtab && !probe.has_dwarf)
 		return -ENODATA;
-	df = calloc(1, sizeof(*df));
-	if (!df)
-		return -ENOMEM;
-	df->key = o->key;
-	df->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (df->fd < 0 || !tsearch(df, &s->debug_files, cmp_debug_file)) {
-		err = df->fd < 0 ? -errno : -ENOMEM;
-		if (df->fd >= 0)
-			close(df->fd);
-		free(df);
-		return err;
+	err = accept_file(s, &o->key, fd);
+	if (!err) {
+		o->symtab = NULL;
+		o->symtab_err = 0;
 	}
-	/* A table this object's key already had was read without the debug file: drop it, so
-	 * that the next lookup reads the debug file (for every object of that build ID). */
-	key.key = o->key;
-	found = tfind(&key, &s->tables, sym_cmp_table);
-	if (found)
-		sym_table_drop(s, *found);
-	o->symtab = NULL;
-	o->symtab_err = 0;
-	s->evict_gen++;
-	s->stats.debug_files++;
-	return 0;
+	return err;
+}
+
+int symbolizer__add_debug_file(struct symbolizer *s, const uint8_t *build_id, size_t len, int fd)
+{
+	struct sym_object probe = { 0 };
+	struct symtab_key key = { .kind = SYMTAB_KEY_BUILD_ID };
+	int err;
+
+	if (!len || len > SYM_MAX_BUILD_ID)
+		return -EINVAL;
+	key.len = (uint8_t)len;
+	memcpy(key.data, build_id, len);
+	if (sym_debug_fd(s, &key) >= 0)
+		return -EALREADY;
+	err = examine(fd, &probe);
+	if (err)
+		return err;
+	if (probe.build_id_len != len || memcmp(probe.build_id, build_id, len)) {
+		s->stats.debug_files_refused++;
+		return -ENOKEY;
+	}
+	if (!probe.has_symtab && !probe.has_dwarf)
+		return -ENODATA;
+	return accept_file(s, &key, fd);
 }

@@ -138,6 +138,14 @@ const char *sym_object__debuglink(const struct sym_object *o, uint32_t *crc);
  */
 int symbolizer__set_debug_file(struct symbolizer *s, struct sym_object *o, int fd) SYM_WARN_UNUSED;
 
+/*
+ * As symbolizer__set_debug_file(), for every object of a build ID, present or future (a file
+ * fetched from debuginfod while the objects come and go). The file's build ID must be this
+ * one: -ENOKEY otherwise.
+ */
+int symbolizer__add_debug_file(struct symbolizer *s, const uint8_t *build_id, size_t len,
+			       int fd) SYM_WARN_UNUSED;
+
 /* One frame of a resolved address. Strings are borrowed: valid until the next call on s. */
 struct sym_frame {
 	const char *name;	 /* function name, as users read it */

@@ -212,3 +212,112 @@ def test_jit_code_named_from_perf_map_also_in_a_pid_namespace():
                                    workload("jit"), "3"], child_of_unshare=True)
     check(path == "/tmp/perf-1.map", f"the workload wrote {path}")
     check(share > 0.8, f"in a pid namespace, {share:.0%} named:\n{agent.stderr()[-1500:]}")
+
+
+def _debuginfod_server(folder):
+    """Debian's debuginfod serving the ELF files of folder on a free loopback port; returns
+    (process, url) once it has indexed them."""
+    import socket
+    import subprocess
+    from harness import spawn, tmpdir
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    db = os.path.join(tmpdir(), "debuginfod.sqlite")
+    proc = spawn(["debuginfod", "-F", folder, "-p", str(port), "-d", db, "-t", "0", "-g", "0"],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _wait_served(url, build_id, timeout=30):
+    import time
+    import urllib.error
+    import urllib.request
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/buildid/{build_id}/debuginfo", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"debuginfod never served {build_id}")
+
+
+def test_debuginfod_fetches_off_the_drain_path():
+    """A stripped binary whose debug file only a debuginfod server (Debian's, on loopback)
+    has: the file is fetched by build ID and later windows name its frames; a server that
+    accepts connections and never answers delays no window, and the agent still stops
+    promptly."""
+    import socket
+    import threading
+    import time
+    from harness import Agent, spawn, tmpdir, wait_exit
+    served = tmpdir("ignis-debuginfod-srv-")
+    binary, debug, build_id = _stripped_copy(tmpdir("ignis-debuginfod-bin-"), debuglink=False)
+    os.rename(debug, os.path.join(served, "inlined-s.debug"))
+    server, url = _debuginfod_server(served)
+    _wait_served(url, build_id)
+
+    cache = tmpdir("ignis-debuginfod-cache-")
+    os.environ["DEBUGINFOD_CACHE_PATH"] = cache
+    try:
+        agent = Agent("--debuginfod-urls", url, interval=1).wait_ready()
+        proc = spawn([binary, "6"])
+        _, err = wait_exit(proc, 60)
+        time.sleep(0.5)
+        agent.stop()
+    finally:
+        os.environ.pop("DEBUGINFOD_CACHE_PATH", None)
+    named_windows = 0
+    for p in profiles_of(agent):
+        total = named = 0
+        for s in p.samples(pid=proc.pid):
+            total += s["count"]
+            named += s["count"] if p.frames(s)[:2] == ["mix_inlined", "spin_caller"] else 0
+        if total > 50 and named > 0.8 * total:
+            named_windows += 1
+    check(named_windows >= 2, f"only {named_windows} windows named after the fetch:\n"
+          f"{agent.stderr()[-2000:]}")
+    check("debuginfod: fetched the debug file of " + build_id in agent.stderr(),
+          "no fetch in the log")
+
+    # A server that never answers.
+    hang = socket.socket()
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(16)
+    conns = []
+    stop = threading.Event()
+
+    def accept():
+        hang.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conns.append(hang.accept()[0])
+            except OSError:
+                pass
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        os.environ["DEBUGINFOD_CACHE_PATH"] = tmpdir("ignis-debuginfod-cache2-")
+        agent = Agent("--debuginfod-urls", f"http://127.0.0.1:{hang.getsockname()[1]}",
+                      "--debuginfod-timeout", "60s", interval=1).wait_ready()
+        proc = spawn([binary, "5"])
+        wait_exit(proc, 60)
+        started = time.monotonic()
+        agent.stop()
+        took = time.monotonic() - started
+    finally:
+        os.environ.pop("DEBUGINFOD_CACHE_PATH", None)
+        stop.set()
+        t.join()
+        for c in conns:
+            c.close()
+        hang.close()
+    check(conns, "the agent never asked the hanging server")
+    wins = agent.windows()
+    check(len(wins) >= 5, f"only {len(wins)} windows while the server hung")
+    slow = [w for w in wins if w["duration_ms"] > 1500]
+    check(not slow, f"windows delayed by the hanging server: {slow}")
+    check(took < 5, f"the agent took {took:.1f} s to stop with a fetch hanging")

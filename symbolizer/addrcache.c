@@ -104,7 +104,8 @@ int addr_cache__get(const struct addr_cache *c, uint64_t vaddr, struct sym_frame
 	if (!sl->used)
 		return -ENOENT;
 	n = sl->nr < max ? sl->nr : max;
-	memcpy(frames, c->frames + sl->first, (size_t)n * sizeof(*frames));
+	if (n > 0)
+		memcpy(frames, c->frames + sl->first, (size_t)n * sizeof(*frames));
 	return n;
 }
 

@@ -11,7 +11,7 @@ WORKLOADS := $(WORKLOAD_DIR)/hot2 $(WORKLOAD_DIR)/burn $(WORKLOAD_DIR)/burn-nopi
 	     $(WORKLOAD_DIR)/syscalls $(WORKLOAD_DIR)/uselib $(WORKLOAD_DIR)/libhot.so \
 	     $(WORKLOAD_DIR)/hot2-stripped $(WORKLOAD_DIR)/burn-nopie-stripped \
 	     $(WORKLOAD_DIR)/inlined $(WORKLOAD_DIR)/templates $(WORKLOAD_DIR)/rustnames-legacy \
-	     $(WORKLOAD_DIR)/rustnames-v0 $(WORKLOAD_DIR)/jit
+	     $(WORKLOAD_DIR)/rustnames-v0 $(WORKLOAD_DIR)/jit $(WORKLOAD_DIR)/gomethods
 
 $(WORKLOAD_DIR)/%: tests/workloads/%.c tests/workloads/workload.h
 	$(call msg,CC,$@)
@@ -38,6 +38,13 @@ $(WORKLOAD_DIR)/rustnames-v0: tests/workloads/rustnames.rs
 	$(call msg,RUSTC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(RUSTC) $(RUST_WORKLOAD_FLAGS) -C symbol-mangling-version=v0 -o $@ $<
+
+# Go (Debian's golang-go): method names as Go spells them, main.(*Mixer).Churn.
+$(WORKLOAD_DIR)/gomethods: tests/workloads/gomethods/main.go tests/workloads/gomethods/go.mod
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/gomethods && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		$(GO) build -o $(abspath $@) .
 
 $(WORKLOAD_DIR)/burn-nopie: tests/workloads/burn.c tests/workloads/workload.h
 	$(call msg,CC,$@)

@@ -321,3 +321,19 @@ def test_debuginfod_fetches_off_the_drain_path():
     slow = [w for w in wins if w["duration_ms"] > 1500]
     check(not slow, f"windows delayed by the hanging server: {slow}")
     check(took < 5, f"the agent took {took:.1f} s to stop with a fetch hanging")
+
+
+def test_go_method_names():
+    """A Go binary: its hot method named as Go spells it, main.(*Mixer).Churn, on a stack that
+    reaches runtime.main. (Churn is a frameless leaf, so a frame-pointer walk goes from it
+    to main.run's caller: main.run itself is skipped until .eh_frame unwinding.)"""
+    agent, _, pid = run_with_agent([workload("gomethods"), "3"])
+    total = hot = 0
+    for prof in profiles_of(agent):
+        for s in prof.samples(pid=pid):
+            total += s["count"]
+            frames = prof.frames(s)
+            if frames[0] == "main.(*Mixer).Churn" and "runtime.main" in frames:
+                hot += s["count"]
+    check(total > 100, f"only {total} samples of the Go workload")
+    check(hot > 0.8 * total, f"{hot} of {total} samples in main.(*Mixer).Churn")

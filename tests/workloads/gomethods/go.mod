@@ -1,0 +1,3 @@
+module gomethods
+
+go 1.19

@@ -145,6 +145,40 @@ static size_t debug_bytes(Elf *elf)
 	return total;
 }
 
+/*
+ * libdw (0.188) reads the strings of .debug_str and .debug_line_str with strlen(): a section
+ * that does not end in a NUL (truncated, or hostile) makes it read past its buffer (found by
+ * fuzzing). Such DWARF is not used; the symbol table still names the code.
+ */
+static bool string_sections_terminated(Elf *elf)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (!name || (strcmp(name, ".debug_str") && strcmp(name, ".debug_line_str")))
+			continue;
+		/* Read it as libdw will: decompressed (libdw does the same in place). */
+		if ((shdr.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return false;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			return false;
+		if (data->d_size && (!data->d_buf || ((const char *)data->d_buf)[data->d_size - 1]))
+			return false;
+	}
+	return true;
+}
+
 struct sym_dwarf *sym_dwarf__open(int fd)
 {
 	struct sym_dwarf *d = calloc(1, sizeof(*d));
@@ -155,7 +189,8 @@ struct sym_dwarf *sym_dwarf__open(int fd)
 	if (d->fd < 0)
 		goto err_out;
 	d->elf = elf_begin(d->fd, ELF_C_READ, NULL);
-	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !sym_has_debug_info(d->elf))
+	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !sym_has_debug_info(d->elf) ||
+	    !string_sections_terminated(d->elf))
 		goto err_out;
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
 	if (!d->dw)

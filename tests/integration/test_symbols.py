@@ -337,3 +337,105 @@ def test_go_method_names():
                 hot += s["count"]
     check(total > 100, f"only {total} samples of the Go workload")
     check(hot > 0.8 * total, f"{hot} of {total} samples in main.(*Mixer).Churn")
+
+
+def _share_named(agent, pid):
+    total = named = 0
+    for prof in profiles_of(agent):
+        for s in prof.samples(pid=pid):
+            total += s["count"]
+            if prof.frames(s)[:2] == ["mix_inlined", "spin_caller"]:
+                named += s["count"]
+    check(total > 100, f"only {total} samples:\n{agent.stderr()[-1500:]}")
+    return named / total
+
+
+def _profile_started(argv, after_start=None, find_pid=None):
+    """Agent, then argv; after_start(proc) runs once the workload runs."""
+    import time
+    from harness import Agent, spawn, wait_exit
+    agent = Agent(interval=2).wait_ready()
+    proc = spawn(argv)
+    time.sleep(0.5)
+    pid = find_pid(proc) if find_pid else proc.pid
+    if after_start:
+        after_start(proc)
+    _, err = wait_exit(proc, 60)
+    check(proc.returncode == 0, f"{argv} failed: {err}")
+    time.sleep(0.5)
+    agent.stop()
+    return agent, pid
+
+
+def test_deleted_replaced_and_memfd_binaries_are_named():
+    """Binaries gone from their path after start are read through /proc/PID/map_files: one
+    deleted, one replaced by another file under its name, one that only ever lived in a
+    memfd (executed from /proc/self/fd)."""
+    import shutil
+    from harness import tmpdir
+    d = tmpdir("ignis-odd-")
+    deleted = os.path.join(d, "deleted")
+    shutil.copy(workload("inlined"), deleted)
+    agent, pid = _profile_started([deleted, "3"], lambda p: os.unlink(deleted))
+    share = _share_named(agent, pid)
+    check(share > 0.8, f"deleted binary: {share:.0%} named")
+
+    replaced = os.path.join(d, "replaced")
+    shutil.copy(workload("inlined"), replaced)
+
+    def replace(_):
+        other = os.path.join(d, "other")
+        shutil.copy(workload("burn"), other)
+        os.rename(other, replaced)
+    agent, pid = _profile_started([replaced, "3"], replace)
+    share = _share_named(agent, pid)
+    check(share > 0.8, f"replaced binary: {share:.0%} named")
+
+    script = ("import os, sys\n"
+              "fd = os.memfd_create('inlined-memfd', 0)\n"
+              f"os.write(fd, open({workload('inlined')!r}, 'rb').read())\n"
+              "os.execv(f'/proc/self/fd/{fd}', ['inlined-memfd', '3'])\n")
+    agent, pid = _profile_started(["python3", "-c", script])
+    share = _share_named(agent, pid)
+    check(share > 0.8, f"memfd binary: {share:.0%} named")
+
+
+def test_container_root_binary_and_debug_file_inside_it():
+    """A process in its own mount namespace and root (unshare --root, as a container runs):
+    a stripped static binary whose path exists only in that root, its debug file only under
+    the root's /usr/lib/debug/.build-id: named, inline frames included."""
+    import re
+    import subprocess
+    from harness import tmpdir
+    root = tmpdir("ignis-container-")
+    binary = os.path.join(root, "app")
+    subprocess.run(["gcc", "-O2", "-g", "-static", "-fno-omit-frame-pointer",
+                    "-mno-omit-leaf-frame-pointer", "-fno-optimize-sibling-calls",
+                    "-I", SRC, "-o", binary, os.path.join(SRC, "inlined.c")], check=True)
+    note = subprocess.run(["readelf", "-n", binary], capture_output=True, text=True).stdout
+    build_id = re.search(r"Build ID: (\w+)", note).group(1)
+    debug = os.path.join(root, "usr", "lib", "debug", ".build-id", build_id[:2],
+                         build_id[2:] + ".debug")
+    os.makedirs(os.path.dirname(debug))
+    subprocess.run(["objcopy", "--only-keep-debug", binary, debug], check=True)
+    subprocess.run(["strip", "--strip-all", binary], check=True)
+    check(not os.path.exists("/app"), "/app exists on the host: the test needs it not to")
+
+    def child_of(proc):
+        import time
+        for _ in range(100):
+            try:
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                    kids = f.read().split()
+                if kids:
+                    return int(kids[0])
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise AssertionError("no child of unshare")
+    agent, pid = _profile_started(["unshare", "--mount", "--pid", "--fork", f"--root={root}",
+                                   "/app", "3"], find_pid=child_of)
+    share = _share_named(agent, pid)
+    check(share > 0.8, f"container binary: {share:.0%} named:\n{agent.stderr()[-1500:]}")
+    check("(in its root) /usr/lib/debug/.build-id/" in agent.stderr(),
+          "the debug file was not found inside the container's root")

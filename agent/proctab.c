@@ -324,8 +324,9 @@ const char *proctab__jit_symbol(struct proctab *pt, struct proc_image *img, uint
 		pt->stats.perfmaps_read++;
 		sym_perfmap__count(m, &malformed);
 		pt->stats.perfmap_malformed += malformed;
-		pr_debug("pid %u: %s: %zu JIT functions", img->id.tgid, path,
-			 sym_perfmap__count(m, NULL));
+		pr_debug("pid %u: %s: %zu JIT functions, %llu malformed lines skipped",
+			 img->id.tgid, path, sym_perfmap__count(m, NULL),
+			 (unsigned long long)malformed);
 	}
 out:
 	free(text);

@@ -3,6 +3,7 @@
 Rust names demangled, profiled by the real agent and read by our decoder and by
 `go tool pprof`."""
 import os
+import re
 
 from harness import check, go_traces, pprof_json, workload
 from test_pipeline import profiles_of, run_with_agent
@@ -204,10 +205,13 @@ def _jit_run(argv, child_of_unshare=False):
 
 def test_jit_code_named_from_perf_map_also_in_a_pid_namespace():
     """JIT code in anonymous memory is named from /tmp/perf-PID.map (the later of two lines
-    for one address wins), its caller from the binary; inside a new pid namespace the map is
-    found by the process's own pid (NSpid), here 1."""
+    for one address wins, a malformed line is skipped and counted), its caller from the
+    binary; inside a new pid namespace the map is found by the process's own pid (NSpid),
+    here 1."""
     share, path, agent = _jit_run([workload("jit"), "3"])
     check(share > 0.8, f"{share:.0%} of the JIT samples named:\n{agent.stderr()[-1500:]}")
+    check(re.search(r"window seq=\d+ .*", agent.stderr()), "no window lines")
+    check("1 malformed" in agent.stderr(), "the malformed map line was not counted")
     share, path, agent = _jit_run(["unshare", "--pid", "--fork", "--mount-proc",
                                    workload("jit"), "3"], child_of_unshare=True)
     check(path == "/tmp/perf-1.map", f"the workload wrote {path}")
@@ -402,40 +406,87 @@ def test_deleted_replaced_and_memfd_binaries_are_named():
 
 def test_container_root_binary_and_debug_file_inside_it():
     """A process in its own mount namespace and root (unshare --root, as a container runs):
-    a stripped static binary whose path exists only in that root, its debug file only under
-    the root's /usr/lib/debug/.build-id: named, inline frames included."""
+    a stripped static binary at a path where the host has a different file, its debug file
+    only inside that root, under a /usr/lib/debug/.build-id that is an absolute symlink
+    (resolved inside the root, not on the host); the process exits before its window is
+    drained. Its own names come out, inline frames included."""
     import re
+    import shutil
     import subprocess
-    from harness import tmpdir
+    import time
+    from harness import Agent, spawn, tmpdir, wait_exit
     root = tmpdir("ignis-container-")
-    binary = os.path.join(root, "app")
+    inner = "/opt/ignis-test/app"
+    binary = root + inner
+    os.makedirs(os.path.dirname(binary))
     subprocess.run(["gcc", "-O2", "-g", "-static", "-fno-omit-frame-pointer",
                     "-mno-omit-leaf-frame-pointer", "-fno-optimize-sibling-calls",
                     "-I", SRC, "-o", binary, os.path.join(SRC, "inlined.c")], check=True)
     note = subprocess.run(["readelf", "-n", binary], capture_output=True, text=True).stdout
     build_id = re.search(r"Build ID: (\w+)", note).group(1)
-    debug = os.path.join(root, "usr", "lib", "debug", ".build-id", build_id[:2],
-                         build_id[2:] + ".debug")
+    store = os.path.join(root, "store", ".build-id")
+    debug = os.path.join(store, build_id[:2], build_id[2:] + ".debug")
     os.makedirs(os.path.dirname(debug))
     subprocess.run(["objcopy", "--only-keep-debug", binary, debug], check=True)
     subprocess.run(["strip", "--strip-all", binary], check=True)
-    check(not os.path.exists("/app"), "/app exists on the host: the test needs it not to")
-
-    def child_of(proc):
-        import time
+    os.makedirs(os.path.join(root, "usr", "lib", "debug"))
+    os.symlink("/store/.build-id", os.path.join(root, "usr", "lib", "debug", ".build-id"))
+    check(not os.path.exists("/store"), "/store exists on the host: the test needs it not to")
+    check(not os.path.exists(os.path.dirname(inner)), f"{inner} exists on the host")
+    # The host's file at the same path: another program.
+    os.makedirs(os.path.dirname(inner))
+    shutil.copy(workload("burn"), inner)
+    try:
+        agent = Agent(interval=5).wait_ready()
+        proc = spawn(["unshare", "--mount", "--pid", "--fork", f"--root={root}", inner, "2"])
+        pid = None
         for _ in range(100):
             try:
                 with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
                     kids = f.read().split()
                 if kids:
-                    return int(kids[0])
+                    pid = int(kids[0])
+                    break
             except OSError:
                 pass
             time.sleep(0.02)
-        raise AssertionError("no child of unshare")
-    agent, pid = _profile_started(["unshare", "--mount", "--pid", "--fork", f"--root={root}",
-                                   "/app", "3"], find_pid=child_of)
+        check(pid, "no child of unshare")
+        _, err = wait_exit(proc, 60)
+        check(proc.returncode == 0, f"the container's process failed: {err}")
+        time.sleep(0.5)
+        agent.stop()
+    finally:
+        shutil.rmtree(os.path.dirname(inner))
     share = _share_named(agent, pid)
     check(share > 0.8, f"container binary: {share:.0%} named:\n{agent.stderr()[-1500:]}")
     check("(in its root) /usr/lib/debug/.build-id/" in agent.stderr(),
           "the debug file was not found inside the container's root")
+
+
+def test_node_perf_basic_prof_names_javascript():
+    """Node.js with --perf-basic-prof: samples in its JIT code carry the JavaScript function's
+    name from the map V8 writes (JS:*hotLoop and its tiers)."""
+    from harness import Agent, spawn, wait_exit
+    import time
+    script = ("function hotLoop(n){let x=0;for(let i=0;i<n;i++){x=(x*31+i)|0}return x}\n"
+              "let end=Date.now()+4000, s=0; while(Date.now()<end){s+=hotLoop(100000)}\n"
+              "if (s === 42) console.log(s)\n")
+    agent = Agent(interval=2).wait_ready()
+    proc = spawn(["node", "--perf-basic-prof", "-e", script])
+    _, err = wait_exit(proc, 60)
+    check(proc.returncode == 0, f"node failed: {err}")
+    time.sleep(0.5)
+    agent.stop()
+    try:
+        os.unlink(f"/tmp/perf-{proc.pid}.map")
+    except OSError:
+        pass
+    total = named = 0
+    for prof in profiles_of(agent):
+        for s in prof.samples(pid=proc.pid):
+            total += s["count"]
+            if any("hotLoop" in f for f in prof.frames(s)[:3]):
+                named += s["count"]
+    check(total > 100, f"only {total} samples of node")
+    check(named > 0.5 * total, f"{named} of {total} node samples name hotLoop:\n"
+          f"{agent.stderr()[-1500:]}")

@@ -42,8 +42,10 @@ int main(int argc, char **argv)
 	f = fopen(path, "w");
 	if (!f)
 		return 1;
-	/* A line the runtime overwrote later (the later one wins), then the real one. */
+	/* A line the runtime overwrote later (the later one wins), a malformed line (skipped
+	 * and counted), then the real one. */
 	fprintf(f, "%lx %zx stale_name\n", (unsigned long)(mem + 256), sizeof(code));
+	fprintf(f, "this line is not a map entry\n");
 	fprintf(f, "%lx %zx jit_spin_loop\n", (unsigned long)(mem + 256), sizeof(code));
 	fclose(f);
 	if (argc > 2 && (f = fopen(argv[2], "w"))) {

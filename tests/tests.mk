@@ -214,7 +214,13 @@ FORMAT_SRCS := $(wildcard agent/*.c agent/*.h symbolizer/*.c symbolizer/*.h bpf/
 
 # ---- Benchmarks (make bench) ------------------------------------------------------------------
 BENCH_DIR := $(TEST_BUILD)/bench
-BENCH_BINS := $(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs $(BENCH_DIR)/window_bench
+BENCH_BINS := $(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs $(BENCH_DIR)/window_bench \
+	      $(BENCH_DIR)/sym_bench
+
+$(BENCH_DIR)/sym_bench: tests/bench/sym_bench.c $(BUILD)/libsymbolizer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS_ALL)
 
 $(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs: $(BENCH_DIR)/%: tests/bench/%.c
 	$(call msg,CC,$@)

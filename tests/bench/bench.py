@@ -664,7 +664,98 @@ def upload(res, quick):
         f" MiB while filling, +{(rss_later - rss_full) / 1024:.1f} MiB in 30 s at the limit")
 
 
-# ---- 6: the README section --------------------------------------------------------------------
+# ---- 6: symbolization against eu-addr2line and addr2line -------------------------------------
+
+def big_dwarf_binary(folder, functions):
+    """A generated C program of `functions` functions, each with two inlined helpers, built
+    -O2 -g: a large binary with DWARF and inline scopes."""
+    src = os.path.join(folder, "big.c")
+    with open(src, "w") as f:
+        f.write("#define INLINE static inline __attribute__((always_inline))\n"
+                "volatile unsigned long sink;\n")
+        for i in range(functions):
+            f.write(f"INLINE unsigned long mix{i}(unsigned long x) "
+                    f"{{ for (int k = 0; k < {3 + i % 5}; k++) x = x * {2 * i + 3}UL + k; "
+                    f"return x; }}\n"
+                    f"INLINE unsigned long step{i}(unsigned long x) "
+                    f"{{ return mix{i}(x ^ {i}UL) + (x >> {1 + i % 7}); }}\n"
+                    f"__attribute__((noinline)) unsigned long fn{i}(unsigned long x) "
+                    f"{{ sink += step{i}(x); return step{i}(x + sink); }}\n")
+        f.write("int main(int argc, char **argv) { (void)argv; unsigned long x = argc;\n")
+        for i in range(functions):
+            f.write(f"  x += fn{i}(x);\n")
+        f.write("  return (int)(x & 1); }\n")
+    binary = os.path.join(folder, "big")
+    subprocess.run(["gcc", "-O2", "-g", "-o", binary, src], check=True)
+    return binary
+
+
+def symbolization(res, quick):
+    """The same addresses resolved by ignis's symbolizer (cold: tables and DWARF indexes
+    built on the way; warm: again), eu-addr2line -f -i and addr2line -f -i."""
+    import random
+    folder = tempfile.mkdtemp(dir=TMP)
+    functions = 1000 if quick else 4000
+    count = 20000 if quick else 100000
+    binary = big_dwarf_binary(folder, functions)
+    size_mib = os.path.getsize(binary) / 1048576
+    ranges = []
+    for line in subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True,
+                               text=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in ("T", "t") and int(parts[1], 16) > 1:
+            ranges.append((int(parts[0], 16), int(parts[1], 16)))
+    rng = random.Random(1)
+    addrs = [hex(start + rng.randrange(size)) for start, size in
+             (rng.choice(ranges) for _ in range(count))]
+    path = os.path.join(folder, "addresses")
+    with open(path, "w") as f:
+        f.write("\n".join(addrs) + "\n")
+    # eu-addr2line -i takes milliseconds per address here (it walks the CU's scopes for
+    # each): it gets the first of them only, and its time per address is compared.
+    eu_count = min(count, 1000 if quick else 2000)
+    eu_path = os.path.join(folder, "addresses-eu")
+    with open(eu_path, "w") as f:
+        f.write("\n".join(addrs[:eu_count]) + "\n")
+    reps = 1 if quick else 3
+    ignis_cold, ignis_warm, eu, bu = [], [], [], []
+    for _ in range(reps):
+        out = subprocess.run([os.path.join(BENCH, "sym_bench"), binary, path],
+                             capture_output=True, text=True, check=True).stdout
+        r = json.loads(out)
+        ignis_cold.append(r["cold_ns"] / 1000)
+        ignis_warm.append(r["warm_ns"] / 1000)
+        for tool, sink, p, n in (("eu-addr2line", eu, eu_path, eu_count),
+                                 ("addr2line", bu, path, count)):
+            with open(p) as f:
+                t0 = time.monotonic()
+                subprocess.run([tool, "-f", "-i", "-e", binary], stdin=f,
+                               stdout=subprocess.DEVNULL, check=True)
+                sink.append((time.monotonic() - t0) * 1e6 / n)
+    what = f"{count} addresses in a {size_mib:.1f} MiB -O2 -g binary ({functions} functions)"
+    res.add("sym_us_ignis_cold", f"ignis, cold, per address ({what})", "us", ignis_cold,
+            "build/tests/bench/sym_bench BINARY ADDRESSES")
+    res.add("sym_us_ignis_warm", "ignis, warm (resolved before), per address", "us", ignis_warm,
+            "build/tests/bench/sym_bench BINARY ADDRESSES (second pass)")
+    res.add("sym_us_eu_addr2line", f"eu-addr2line -f -i, per address (first {eu_count})",
+            "us", eu, "eu-addr2line -f -i -e BINARY < ADDRESSES")
+    res.add("sym_us_addr2line", "addr2line -f -i (binutils), per address", "us", bu,
+            "addr2line -f -i -e BINARY < ADDRESSES")
+    res.add("sym_ratio_warm", "eu-addr2line / ignis warm", "ratio",
+            [e / w for e, w in zip(eu, ignis_warm)], "", target=">= 10")
+    res.add("sym_ratio_cold", "ignis cold / eu-addr2line", "ratio",
+            [c / e for c, e in zip(ignis_cold, eu)], "", target="<= 2")
+    res.add("sym_ratio_cold_binutils", "ignis cold / addr2line", "ratio",
+            [c / b for c, b in zip(ignis_cold, bu)], "")
+    res.add("sym_named", "addresses named by ignis / with inline frames", "%",
+            [100 * r["named"] / count], f"{r['named']} named, {r['with_inline']} with inline "
+            f"frames, {r['with_line']} with a line")
+    log(f"symbolization: ignis cold {statistics.median(ignis_cold):.2f} us, warm "
+        f"{statistics.median(ignis_warm):.3f} us; eu-addr2line {statistics.median(eu):.2f} us; "
+        f"addr2line {statistics.median(bu):.2f} us per address")
+
+
+# ---- 7: the README section --------------------------------------------------------------------
 
 def fmt(fig):
     if fig.get("n", 0) == 0:
@@ -704,6 +795,9 @@ def verdicts(res):
     at_most("window_growth", 1.5)
     if "upload_rss_growth_full" in f and f["upload_rss_growth_full"].get("n"):
         rule("upload_rss_growth_full", med("upload_rss_growth_full") <= 1)
+    if "sym_ratio_warm" in f:
+        rule("sym_ratio_warm", med("sym_ratio_warm") >= 10)
+        rule("sym_ratio_cold", med("sym_ratio_cold") <= 2)
     for hz in (100, 1000):
         at_most(f"share_error_ignis_{hz}", 2)
         at_most(f"loss_ignis_{hz}", 0.1)
@@ -747,6 +841,8 @@ def report(res, quick):
          [k for k in figs if k.startswith("window_ms_") or k == "window_growth"]),
         ("Shipping to a server (Pyroscope push API, test receiver)",
          [k for k in figs if k.startswith("upload_")]),
+        ("Symbolization (DWARF with inline frames) against eu-addr2line and addr2line",
+         [k for k in figs if k.startswith("sym_")]),
         ("Accuracy and loss",
          [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
           for x in ("share_error_pooled", "share_error", "complete_stacks")] +
@@ -779,7 +875,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only",
-                        help="comma-separated sections: overhead,bpf,agent,window,upload")
+                        help="comma-separated sections: overhead,bpf,agent,window,upload,symbols")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite the README section from build/bench/results.json")
@@ -790,7 +886,7 @@ def main():
             res.data = json.load(f)
         update_readme(report(res, res.data.get("quick", False)))
         return
-    every = {"overhead", "bpf", "agent", "window", "upload"}
+    every = {"overhead", "bpf", "agent", "window", "upload", "symbols"}
     only = set(args.only.split(",")) if args.only else every
     if os.geteuid() != 0:
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
@@ -807,6 +903,8 @@ def main():
             window_scale(res, args.quick)
         if "upload" in only:
             upload(res, args.quick)
+        if "symbols" in only:
+            symbolization(res, args.quick)
     finally:
         reap()
         shutil.rmtree(TMP, ignore_errors=True)

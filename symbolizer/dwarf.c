@@ -108,40 +108,27 @@ static int index_units(struct sym_dwarf *d)
 
 bool sym_has_debug_info(Elf *elf)
 {
-	size_t shstrndx;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
 	const char *name;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+	while (sym_next_section(elf, &scn, &shdr, &name))
+		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
 			return shdr.sh_size > 0;
-	}
 	return false;
 }
 
 /* Bytes of the sections libdw reads into memory, as the cost of keeping it open. */
 static size_t debug_bytes(Elf *elf)
 {
-	size_t shstrndx, total = 0;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
 	const char *name;
+	size_t total = 0;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8)))
+	while (sym_next_section(elf, &scn, &shdr, &name))
+		if (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8))
 			total += shdr.sh_size;
-	}
 	return total;
 }
 
@@ -152,20 +139,14 @@ static size_t debug_bytes(Elf *elf)
  */
 static bool string_sections_terminated(Elf *elf)
 {
-	size_t shstrndx;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
 	const char *name;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
+	while (sym_next_section(elf, &scn, &shdr, &name)) {
 		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (!name || (strcmp(name, ".debug_str") && strcmp(name, ".debug_line_str")))
+		if (strcmp(name, ".debug_str") && strcmp(name, ".debug_line_str"))
 			continue;
 		/* Read it as libdw will: decompressed (libdw does the same in place). */
 		if ((shdr.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)

@@ -17,20 +17,13 @@
 
 static Elf_Scn *find_section(Elf *elf, const char *want)
 {
-	size_t shstrndx;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
 	const char *name;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, shdr.sh_name);
-		if (name && !strcmp(name, want))
+	while (sym_next_section(elf, &scn, &shdr, &name))
+		if (shdr.sh_type == SHT_PROGBITS && !strcmp(name, want))
 			return scn;
-	}
 	return NULL;
 }
 

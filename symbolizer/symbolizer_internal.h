@@ -178,6 +178,10 @@ int addr_cache__get(const struct addr_cache *c, uint64_t vaddr, struct sym_frame
 /* Remember the n frames of vaddr (n may be 0). 0, -EINVAL or -ENOMEM. */
 int addr_cache__put(struct addr_cache *c, uint64_t vaddr, const struct sym_frame *frames, int n);
 
+/* symtab.c: the next section after *scn (NULL: the first) that has contents in the file, with
+ * its header and name; false after the last. */
+bool sym_next_section(Elf *elf, Elf_Scn **scn, GElf_Shdr *shdr, const char **name);
+
 /* Grow *arr (of *cap elements of elem_size bytes) to hold at least want; overflow-checked. */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);
 

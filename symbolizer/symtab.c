@@ -43,6 +43,22 @@ int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size)
 	return 0;
 }
 
+bool sym_next_section(Elf *elf, Elf_Scn **scn, GElf_Shdr *shdr, const char **name)
+{
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((*scn = elf_nextscn(elf, *scn))) {
+		if (!gelf_getshdr(*scn, shdr) || shdr->sh_type == SHT_NOBITS)
+			continue;
+		*name = elf_strptr(elf, shstrndx, shdr->sh_name);
+		if (*name)
+			return true;
+	}
+	return false;
+}
+
 /* Preference among symbols at one address: global, then weak, then local; then fewer
  * leading underscores ("malloc" over "__libc_malloc"); then the shorter name. */
 static int rank_of(const GElf_Sym *sym, const char *name)

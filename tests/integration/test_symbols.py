@@ -19,6 +19,22 @@ def marker_line(source, marker):
     raise AssertionError(f"no {marker} in {source}")
 
 
+def child_of(proc, timeout=5):
+    """The pid of proc's first child (unshare --fork runs the command as its child)."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                kids = f.read().split()
+            if kids:
+                return int(kids[0])
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"no child of {proc.args}")
+
+
 def leaf_lines(profile, sample):
     """The Line entries of a sample's leaf location, innermost first."""
     return profile.locations[sample["locations"][0]]["lines"]
@@ -168,21 +184,8 @@ def _jit_run(argv, child_of_unshare=False):
     where = os.path.join(tmpdir(), "map-path")
     agent = Agent(interval=2).wait_ready()
     proc = spawn(argv + [where])
-    pid = proc.pid
-    if child_of_unshare:
-        # unshare --fork: the workload is unshare's child, pid 1 in its namespace.
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-                    kids = f.read().split()
-            except OSError:
-                kids = []
-            if kids:
-                pid = int(kids[0])
-                break
-            time.sleep(0.02)
-        check(pid != proc.pid, "no child of unshare")
+    # unshare --fork: the workload is unshare's child, pid 1 in its namespace.
+    pid = child_of(proc) if child_of_unshare else proc.pid
     _, err = wait_exit(proc, 60)
     check(proc.returncode == 0, f"{argv} failed: {err}")
     time.sleep(0.5)
@@ -354,14 +357,14 @@ def _share_named(agent, pid):
     return named / total
 
 
-def _profile_started(argv, after_start=None, find_pid=None):
+def _profile_started(argv, after_start=None):
     """Agent, then argv; after_start(proc) runs once the workload runs."""
     import time
     from harness import Agent, spawn, wait_exit
     agent = Agent(interval=2).wait_ready()
     proc = spawn(argv)
     time.sleep(0.5)
-    pid = find_pid(proc) if find_pid else proc.pid
+    pid = proc.pid
     if after_start:
         after_start(proc)
     _, err = wait_exit(proc, 60)
@@ -439,18 +442,7 @@ def test_container_root_binary_and_debug_file_inside_it():
     try:
         agent = Agent(interval=5).wait_ready()
         proc = spawn(["unshare", "--mount", "--pid", "--fork", f"--root={root}", inner, "2"])
-        pid = None
-        for _ in range(100):
-            try:
-                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-                    kids = f.read().split()
-                if kids:
-                    pid = int(kids[0])
-                    break
-            except OSError:
-                pass
-            time.sleep(0.02)
-        check(pid, "no child of unshare")
+        pid = child_of(proc)
         _, err = wait_exit(proc, 60)
         check(proc.returncode == 0, f"the container's process failed: {err}")
         time.sleep(0.5)

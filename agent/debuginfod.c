@@ -140,8 +140,10 @@ struct debuginfod_fetcher *debuginfod_fetcher__new(const char *urls, unsigned in
 	/* libdebuginfod reads its settings from the environment. */
 	if (setenv("DEBUGINFOD_URLS", urls, 1))
 		return NULL;
+	/* DEBUGINFOD_TIMEOUT bounds the wait for a server's first bytes, DEBUGINFOD_MAXTIME a
+	 * whole download: both, so that one fetch never takes longer than timeout_sec. */
 	snprintf(timeout, sizeof(timeout), "%u", timeout_sec);
-	if (setenv("DEBUGINFOD_TIMEOUT", timeout, 1))
+	if (setenv("DEBUGINFOD_TIMEOUT", timeout, 1) || setenv("DEBUGINFOD_MAXTIME", timeout, 1))
 		return NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f)

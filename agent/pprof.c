@@ -222,9 +222,17 @@ int gzip_compress(const uint8_t *in, size_t len, int level, uint8_t **out, size_
 		free(buf);
 		return -EIO;
 	}
-	/* The bound is about the input's size and the output often a fifth of it: give the
-	 * rest back, since queued profiles are accounted (and budgeted) by their length. */
-	*out = realloc(buf, zs.total_out ? zs.total_out : 1) ?: buf;
+	/* The bound is about the input's size and the output often a fifth of it. Queued
+	 * profiles are budgeted by their length, so keep exactly that: a fresh allocation, not
+	 * a realloc() shrunk in place, whose freed tails would strand between live profiles
+	 * (+52 MiB of RSS for a full 16 MiB queue in the benchmark). */
+	*out = malloc(zs.total_out ? zs.total_out : 1);
+	if (!*out) {
+		*out = buf;
+	} else {
+		memcpy(*out, buf, zs.total_out);
+		free(buf);
+	}
 	*out_len = zs.total_out;
 	return 0;
 }

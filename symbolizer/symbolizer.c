@@ -325,7 +325,11 @@ static int cached_dwarf_frames(struct symbolizer *s, struct symtab *t, uint64_t 
 		t->bytes += addr_cache__bytes(t->cache);
 		s->stats.cache_bytes += addr_cache__bytes(t->cache);
 	}
+	before = sym_dwarf__bytes(t->dwarf);
 	n = dwarf_frames(s, t, vaddr, frames, max);
+	/* A CU's scope index is built on its first lookup: it counts against the budget too. */
+	t->bytes += sym_dwarf__bytes(t->dwarf) - before;
+	s->stats.cache_bytes += sym_dwarf__bytes(t->dwarf) - before;
 	if (t->cache && n >= 0) {
 		before = addr_cache__bytes(t->cache);
 		if (!addr_cache__put(t->cache, vaddr, frames, n)) {

@@ -211,16 +211,9 @@ size_t sym_dwarf__bytes(const struct sym_dwarf *d)
 /* The CU whose range covers pc: the last range starting at or below pc that contains it. */
 static const struct cu_range *find_cu(const struct sym_dwarf *d, uint64_t pc, Dwarf_Die *cudie)
 {
-	size_t lo = 0, hi = d->nr_ranges, k;
+	size_t lo, k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->ranges[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = sym_upper_bound(d->ranges, d->nr_ranges, sizeof(*d->ranges), pc);
 	/* Ranges rarely nest (a CU of assembly inside another's range); look back a few. */
 	for (k = 0; k < 8 && lo > k; k++) {
 		const struct cu_range *r = &d->ranges[lo - 1 - k];
@@ -351,16 +344,9 @@ static int build_unit(struct sym_dwarf *d, struct unit_index *u, Dwarf_Die *cudi
  * ties) among those containing it, since scopes nest. */
 static const struct scope *innermost_scope(const struct unit_index *u, uint64_t pc)
 {
-	size_t lo = 0, hi = u->nr, k;
+	size_t lo, k;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (u->scopes[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = sym_upper_bound(u->scopes, u->nr, sizeof(*u->scopes), pc);
 	/* Looking back past siblings that ended before pc, to the first scope around it. */
 	for (k = lo; k-- > 0;)
 		if (pc < u->scopes[k].hi)

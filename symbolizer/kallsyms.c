@@ -175,18 +175,11 @@ err_out:
 
 int symbolizer__symbolize_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *frame)
 {
-	size_t lo = 0, hi = s->nr_ksyms, k;
+	size_t lo, k;
 	const struct ksym *e;
 
-	/* Last entry with addr <= addr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->ksyms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* One past the last entry at or below addr. */
+	lo = sym_upper_bound(s->ksyms, s->nr_ksyms, sizeof(*s->ksyms), addr);
 	if (!lo)
 		return 0;
 	/* Nothing bounds the last symbol: name only addresses close to it. */

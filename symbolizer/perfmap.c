@@ -146,19 +146,11 @@ size_t sym_perfmap__count(const struct sym_perfmap *m, uint64_t *malformed)
 const char *sym_perfmap__lookup(const struct sym_perfmap *m, uint64_t addr, uint64_t *start)
 {
 	const struct perfmap_entry *best = NULL;
-	size_t lo = 0, hi, k;
+	size_t lo, k;
 
 	if (!m || !m->nr)
 		return NULL;
-	hi = m->nr;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->entries[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = sym_upper_bound(m->entries, m->nr, sizeof(*m->entries), addr);
 	for (k = 0; k < PERFMAP_LOOKBACK && lo > k; k++) {
 		const struct perfmap_entry *e = &m->entries[lo - 1 - k];
 

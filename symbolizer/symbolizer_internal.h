@@ -178,6 +178,10 @@ int addr_cache__get(const struct addr_cache *c, uint64_t vaddr, struct sym_frame
 /* Remember the n frames of vaddr (n may be 0). 0, -EINVAL or -ENOMEM. */
 int addr_cache__put(struct addr_cache *c, uint64_t vaddr, const struct sym_frame *frames, int n);
 
+/* symtab.c: the index of the first of nr entries sorted by start (entries of size bytes
+ * whose first field is a uint64_t start) with a start above addr; nr when there is none. */
+size_t sym_upper_bound(const void *entries, size_t nr, size_t size, uint64_t addr);
+
 /* symtab.c: the next section after *scn (NULL: the first) that has contents in the file, with
  * its header and name; false after the last. */
 bool sym_next_section(Elf *elf, Elf_Scn **scn, GElf_Shdr *shdr, const char **name);

@@ -43,6 +43,23 @@ int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size)
 	return 0;
 }
 
+size_t sym_upper_bound(const void *entries, size_t nr, size_t size, uint64_t addr)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t start;
+
+		memcpy(&start, (const char *)entries + mid * size, sizeof(start));
+		if (start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 bool sym_next_section(Elf *elf, Elf_Scn **scn, GElf_Shdr *shdr, const char **name)
 {
 	size_t shstrndx;
@@ -289,17 +306,9 @@ void symtab__free(struct symtab *t)
 
 const struct sym_entry *symtab__lookup(const struct symtab *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->nr_syms, k;
+	size_t lo, k;
 
-	/* Find the first entry with start > addr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = sym_upper_bound(t->syms, t->nr_syms, sizeof(*t->syms), addr);
 	for (k = 0; k < ENCLOSING_LOOKBACK && lo > k; k++) {
 		const struct sym_entry *e = &t->syms[lo - 1 - k];
 

@@ -134,14 +134,7 @@ def _stripped_copy(folder, debuglink=True):
 
 def _named_through_debug_file(binary, agent_args=()):
     agent, _, pid = run_with_agent([binary, "3"], agent_args=agent_args)
-    total = named = 0
-    for prof in profiles_of(agent):
-        for s in prof.samples(pid=pid):
-            total += s["count"]
-            if prof.frames(s)[:2] == ["mix_inlined", "spin_caller"]:
-                named += s["count"]
-    check(total > 100, f"only {total} samples")
-    return agent, named / total
+    return agent, _share_named(agent, pid)
 
 
 def test_stripped_binary_named_through_debuglink_and_build_id():
@@ -196,14 +189,7 @@ def _jit_run(argv, child_of_unshare=False):
         os.unlink(map_path)
     except OSError:
         map_path = None
-    total = named = 0
-    for prof in profiles_of(agent):
-        for s in prof.samples(pid=pid):
-            total += s["count"]
-            if prof.frames(s)[:2] == ["jit_spin_loop", "run_jit"]:
-                named += s["count"]
-    check(total > 100, f"only {total} samples of the jit workload:\n{agent.stderr()[-1500:]}")
-    return named / total, map_path, agent
+    return _share_named(agent, pid, ["jit_spin_loop", "run_jit"]), map_path, agent
 
 
 def test_jit_code_named_from_perf_map_also_in_a_pid_namespace():
@@ -346,12 +332,13 @@ def test_go_method_names():
     check(hot > 0.8 * total, f"{hot} of {total} samples in main.(*Mixer).Churn")
 
 
-def _share_named(agent, pid):
+def _share_named(agent, pid, leaf=("mix_inlined", "spin_caller")):
+    """The share of pid's samples (over 100 required) whose leaf frames are `leaf`."""
     total = named = 0
     for prof in profiles_of(agent):
         for s in prof.samples(pid=pid):
             total += s["count"]
-            if prof.frames(s)[:2] == ["mix_inlined", "spin_caller"]:
+            if prof.frames(s)[:len(leaf)] == list(leaf):
                 named += s["count"]
     check(total > 100, f"only {total} samples:\n{agent.stderr()[-1500:]}")
     return named / total

@@ -373,8 +373,9 @@ int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t v
 	}
 	s->stats.hits++;
 	memset(&frames[0], 0, sizeof(frames[0]));
-	frames[0].system_name = t->names + e->name;
+	/* Demangling may grow (move) the name buffer: take both names after it. */
 	frames[0].name = demangled_name(s, t, (struct sym_entry *)e);
+	frames[0].system_name = t->names + e->name;
 	frames[0].start = e->start;
 	return 1;
 }

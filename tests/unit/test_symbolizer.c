@@ -170,6 +170,26 @@ static int addr2line(const char *fixture, uint64_t addr, char fn[][64], uint32_t
 	return n;
 }
 
+/* Names from a symbol table alone (no DWARF): the first lookup demangles, which grows the
+ * table's name buffer; the system name handed out with it must still be valid (ASan). */
+static void test_demangle_from_symbol_table(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct nm_symbol ns = { 0 };
+	struct sym_object *o;
+	struct sym_frame f[2];
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("libfixture-stripped.so"));
+	assert_non_null(o);
+	assert_int_equal(nm_lookup(FIXTURE("libfixture.so"), "_ZN2ns3BoxIiE3getERKi", &ns), 0);
+	assert_int_equal(symbolizer__symbolize(s, o, ns.addr, f, 2), 1);
+	assert_string_equal(f[0].name, "ns::Box<int>::get(int const&)");
+	assert_string_equal(f[0].system_name, "_ZN2ns3BoxIiE3getERKi");
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
 /* A stripped binary's internal functions from its MiniDebugInfo. */
 static void test_minidebuginfo(void **state)
 {
@@ -602,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_dwarf_inline_frames),
 		cmocka_unit_test(test_dwarf_compressed_sections),
 		cmocka_unit_test(test_minidebuginfo),
+		cmocka_unit_test(test_demangle_from_symbol_table),
 		cmocka_unit_test(test_debug_file_by_debuglink),
 		cmocka_unit_test(test_perfmap),
 	};

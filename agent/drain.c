@@ -100,6 +100,7 @@ static int add_stack(struct drained_window *w, const struct ignis_stack_id *id,
 		return -ENOMEM;
 	ds->id = *id;
 	ds->len = len;
+	ds->flags = st->flags;
 	memcpy(ds->ips, st->ips, len * sizeof(ds->ips[0]));
 	err = hashmap__insert(&w->stacks, &ds->id, ds);
 	if (err) {

@@ -29,6 +29,7 @@ struct drained_sample {
 struct drained_stack {
 	struct ignis_stack_id id;
 	uint32_t len;
+	uint32_t flags; /* STACK_F_* */
 	uint64_t ips[]; /* leaf first */
 };
 

@@ -34,6 +34,7 @@
 #include "proctab.h"
 #include "profile.h"
 #include "sampler.h"
+#include "unwinder.h"
 #include "sink_file.h"
 #include "sink_server.h"
 #include "targets.h"
@@ -53,6 +54,11 @@
 /* kallsyms is read again at most this often when kernel addresses stay unnamed. */
 #define KALLSYMS_RELOAD_NS (300 * NSEC_PER_SEC)
 #define GZIP_LEVEL	   6
+/* The table unwinder: processes and their mappings it can hold, and how often the loop
+ * looks for finished tables while some are being built. */
+#define UNWIND_PROCESSES 8192
+#define UNWIND_MAPPINGS	 (64 * 1024)
+#define UNWIND_POLL_MS	 20
 /* At exit, how long queued profiles may take to reach the server (the rest is spooled). */
 #define UPLOAD_FLUSH_NS (3 * NSEC_PER_SEC)
 
@@ -85,6 +91,7 @@ struct agent {
 	struct metrics *metrics;	       /* NULL without --metrics-address */
 	struct kube *kube;		       /* NULL without --kubernetes */
 	struct debuginfod_fetcher *debuginfod; /* NULL without --debuginfod-urls */
+	struct unwinder *unwinder;	       /* NULL without the table unwinder */
 	struct metrics_snapshot snap;	       /* totals since start, published after each window */
 };
 
@@ -103,6 +110,20 @@ static int on_proc_event(void *ctx, const struct ignis_proc_event *ev)
 
 	if (err && err != -ESRCH && err != -ENOENT)
 		pr_debug("pid %u: event %u: %s", ev->tgid, ev->type, strerror(-err));
+	if (!a->unwinder)
+		return 0;
+	if (ev->type == PROC_EVENT_NEW || ev->type == PROC_EVENT_MMAP) {
+		struct proc_id id = { .tgid = ev->tgid,
+				      .exec_id = ev->exec_id,
+				      .start_time = ev->start_time };
+		struct proc_image *img = err ? NULL : proctab__find(a->proctab, &id);
+
+		/* Tables for the image's objects: built off this thread, published once ready. */
+		if (img && unwinder__add_process(a->unwinder, img))
+			pr_debug("pid %u: no unwind tables: out of memory", ev->tgid);
+	} else {
+		unwinder__remove_process(a->unwinder, ev->tgid);
+	}
 	return 0;
 }
 
@@ -399,6 +420,28 @@ static void account(struct agent *a, const struct drained_window *dw, const stru
 	t->debug_files_refused = ys.debug_files_refused;
 	t->jit_maps_read = ps.perfmaps_read;
 	t->jit_map_lines_malformed = ps.perfmap_malformed;
+	t->unwind_samples += st[STAT_UNWIND_SAMPLES];
+	t->unwind_no_tables += st[STAT_UNWIND_NO_TABLES];
+	t->unwind_fp_frames += st[STAT_UNWIND_FP_FRAMES];
+	t->unwind_no_cfi_frames += st[STAT_UNWIND_NO_CFI];
+	t->unwind_cut[0] += st[STAT_UNWIND_READ_FAULT];
+	t->unwind_cut[1] += st[STAT_UNWIND_DEPTH];
+	t->unwind_cut[2] += st[STAT_UNWIND_UNSUPPORTED];
+	t->unwind_cut[3] += st[STAT_UNWIND_STALE];
+	t->unwind_cut[4] += st[STAT_UNWIND_TAIL_CALL];
+	if (a->unwinder) {
+		struct unwinder_stats us;
+
+		unwinder__stats(a->unwinder, &us);
+		t->unwind_tables = us.tables;
+		t->unwind_rows = us.rows;
+		t->unwind_row_capacity = a->cfg->unwind_table_bytes / sizeof(struct ignis_unwind_row);
+		t->unwind_tables_built = us.tables_built;
+		t->unwind_table_errors = us.table_errors + us.tables_no_room;
+		t->unwind_tables_evicted = us.tables_evicted;
+		t->unwind_processes = us.processes;
+		t->unwind_build_seconds = (double)us.build_ns / 1e9;
+	}
 	metrics_observe_drain(t, seconds);
 	t->last_drain_ns = now_mono_ns();
 }
@@ -482,6 +525,10 @@ static int do_window(struct agent *a)
 		pr_err("cannot flip the map generations: %s", strerror(-err));
 		return err;
 	}
+	/* The flip waited out an RCU grace period: unwind map extents freed before it are
+	 * read by no program now. */
+	if (a->unwinder)
+		unwinder__grace_period(a->unwinder);
 	po.period_ns = NSEC_PER_SEC / a->cfg->frequency_hz;
 	po.time_ns = a->window_start_real;
 	po.duration_ns = t0 - a->window_start_mono;
@@ -586,6 +633,8 @@ cleanup:
 	drained_window__fini(&dw);
 	proctab__release(a->proctab, seq);
 	proctab__rescan(a->proctab, a->seq);
+	if (a->unwinder) /* processes whose exit event was lost */
+		unwinder__reconcile(a->unwinder, image_known, a->proctab);
 	if (now_mono_ns() - a->summary_ns >= SUMMARY_EVERY_NS) {
 		a->summary_ns = now_mono_ns();
 		n = drain__reconcile_procs(a->sampler, image_known, a->proctab);
@@ -630,12 +679,17 @@ static int run(struct agent *a)
 			continue;
 		}
 		timeout = (int)((deadline - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+		/* Tables being built: publish them soon after they are done. */
+		if (a->unwinder && unwinder__busy(a->unwinder) && timeout > UNWIND_POLL_MS)
+			timeout = UNWIND_POLL_MS;
 		err = sampler__poll(a->sampler, timeout);
 		if (err < 0 && err != -EINTR) {
 			pr_err("cannot read process events: %s", strerror(-err));
 			return err;
 		}
 		err = 0;
+		if (a->unwinder)
+			unwinder__poll(a->unwinder);
 	}
 	if (stop_requested)
 		pr_info("%s: writing the last window", strsignal(stop_requested));
@@ -732,6 +786,10 @@ int main(int argc, char **argv)
 	sopts.mmap_event_gap_ns = MMAP_EVENT_GAP_NS;
 	sopts.on_event = on_proc_event;
 	sopts.ctx = &a;
+	sopts.unwind = cfg.unwind;
+	sopts.unwind_rows = (uint32_t)(cfg.unwind_table_bytes / sizeof(struct ignis_unwind_row));
+	sopts.unwind_maps = UNWIND_MAPPINGS;
+	sopts.unwind_procs = UNWIND_PROCESSES;
 	a.sampler = sampler__new(&sopts);
 	if (!a.sampler)
 		goto cleanup;
@@ -768,6 +826,22 @@ int main(int argc, char **argv)
 		po.debug_missing_ctx = &a;
 	}
 	a.proctab = proctab__new(&po);
+	if (sampler__unwinds(a.sampler)) {
+		struct unwinder_opts uo = {
+			.rows_fd = sampler__unwind_rows_fd(a.sampler),
+			.maps_fd = sampler__unwind_maps_fd(a.sampler),
+			.procs_fd = sampler__unwind_procs_fd(a.sampler),
+			.max_rows = sopts.unwind_rows,
+			.max_maps = sopts.unwind_maps,
+			.max_procs = sopts.unwind_procs,
+		};
+
+		a.unwinder = unwinder__new(&uo);
+		if (!a.unwinder) {
+			pr_err("cannot start the unwinder: %s", strerror(errno));
+			goto cleanup;
+		}
+	}
 	wo.proctab = a.proctab;
 	wo.symbolizer = a.symbolizer;
 	wo.kernel_symbols = a.kernel_symbols;
@@ -819,6 +893,7 @@ int main(int argc, char **argv)
 	ret = err ? 1 : 0;
 	log_summary(&a);
 cleanup:
+	unwinder__free(a.unwinder);
 	debuginfod_fetcher__free(a.debuginfod);
 	metrics__free(a.metrics);
 	server_sink__free(a.server, ret == 0 ? UPLOAD_FLUSH_NS : 0);

@@ -231,6 +231,51 @@ long metrics_format(const struct metrics_snapshot *s, const char *version, char 
 	       "Lines of JIT symbol maps skipped as malformed.");
 	fprintf(f, "ignis_jit_map_lines_malformed_total %llu\n", U64(s->jit_map_lines_malformed));
 
+	metric(f, "ignis_unwind_samples_total", "counter",
+	       "User stacks unwound with unwind tables (.eh_frame) in BPF.");
+	fprintf(f, "ignis_unwind_samples_total %llu\n", U64(s->unwind_samples));
+	metric(f, "ignis_unwind_no_tables_total", "counter",
+	       "Samples of processes without unwind tables (yet), walked with frame pointers.");
+	fprintf(f, "ignis_unwind_no_tables_total %llu\n", U64(s->unwind_no_tables));
+	metric(f, "ignis_unwind_frame_pointer_frames_total", "counter",
+	       "Frames the table unwinder walked with the frame pointer: in no table (JIT, "
+	       "anonymous code) or in code its table has no CFI for.");
+	fprintf(f, "ignis_unwind_frame_pointer_frames_total{reason=\"no_table\"} %llu\n",
+		U64(s->unwind_fp_frames));
+	fprintf(f, "ignis_unwind_frame_pointer_frames_total{reason=\"no_cfi\"} %llu\n",
+		U64(s->unwind_no_cfi_frames));
+	metric(f, "ignis_unwind_truncated_total", "counter",
+	       "Stacks the table unwinder stopped before the outermost frame, by reason.");
+	{
+		static const char *const reasons[] = { "read_fault", "depth_limit",
+						       "unsupported_rule", "tables_changed",
+						       "tail_call" };
+		size_t r;
+
+		for (r = 0; r < 5; r++)
+			fprintf(f, "ignis_unwind_truncated_total{reason=\"%s\"} %llu\n", reasons[r],
+				U64(s->unwind_cut[r]));
+	}
+	metric(f, "ignis_unwind_tables", "gauge", "Unwind tables in the BPF row map.");
+	fprintf(f, "ignis_unwind_tables %llu\n", U64(s->unwind_tables));
+	metric(f, "ignis_unwind_table_rows", "gauge", "Rows in the BPF row map (12 bytes each).");
+	fprintf(f, "ignis_unwind_table_rows %llu\n", U64(s->unwind_rows));
+	metric(f, "ignis_unwind_table_rows_capacity", "gauge", "Rows the BPF row map can hold.");
+	fprintf(f, "ignis_unwind_table_rows_capacity %llu\n", U64(s->unwind_row_capacity));
+	metric(f, "ignis_unwind_tables_built_total", "counter", "Unwind tables built from CFI.");
+	fprintf(f, "ignis_unwind_tables_built_total %llu\n", U64(s->unwind_tables_built));
+	metric(f, "ignis_unwind_table_errors_total", "counter",
+	       "Objects left without a table: unreadable CFI, or too large for the row map.");
+	fprintf(f, "ignis_unwind_table_errors_total %llu\n", U64(s->unwind_table_errors));
+	metric(f, "ignis_unwind_tables_evicted_total", "counter",
+	       "Unused tables dropped from the row map to make room.");
+	fprintf(f, "ignis_unwind_tables_evicted_total %llu\n", U64(s->unwind_tables_evicted));
+	metric(f, "ignis_unwind_processes", "gauge", "Processes unwound with tables.");
+	fprintf(f, "ignis_unwind_processes %llu\n", U64(s->unwind_processes));
+	metric(f, "ignis_unwind_table_build_seconds_total", "counter",
+	       "Time spent building unwind tables (on their own thread).");
+	fprintf(f, "ignis_unwind_table_build_seconds_total %.6f\n", s->unwind_build_seconds);
+
 	metric(f, "ignis_windows_total", "counter", "Windows drained.");
 	fprintf(f, "ignis_windows_total %llu\n", U64(s->windows));
 	metric(f, "ignis_profiles_written_total", "counter", "Profiles written to --output-dir.");

@@ -233,6 +233,29 @@ static int opt_event(struct agent_config *cfg, const char *arg, char *why, size_
 	return 0;
 }
 
+static int opt_unwind(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!strcmp(arg, "auto"))
+		cfg->unwind = SAMPLER_UNWIND_AUTO;
+	else if (!strcmp(arg, "fp"))
+		cfg->unwind = SAMPLER_UNWIND_FP;
+	else if (!strcmp(arg, "dwarf"))
+		cfg->unwind = SAMPLER_UNWIND_TABLES;
+	else
+		return WHY("must be auto, fp or dwarf");
+	return 0;
+}
+
+static int opt_unwind_table_size(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (parse_size(arg, &v) || v < (1ULL << 20) || v > (1ULL << 30))
+		return WHY("must be a size from 1MiB to 1GiB (e.g. 12MiB)");
+	cfg->unwind_table_bytes = v;
+	return 0;
+}
+
 static int opt_debug_dir(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	if (arg[0] != '/')
@@ -411,6 +434,14 @@ static const struct option_desc options[] = {
 	{ "log-level", 0, "LEVEL", "error, warn, info or debug", "info", 0, NULL, opt_log_level },
 	{ "event", 0, "EVENT", "cpu-clock (software, works everywhere) or cycles (hardware)",
 	  "cpu-clock", 0, NULL, opt_event },
+	{ "unwind", 0, "MODE",
+	  "user stacks: auto (unwind tables from .eh_frame where the kernel accepts the "
+	  "unwinder, frame pointers elsewhere), dwarf (the same, but fail if the unwinder cannot "
+	  "load) or fp (frame pointers only)",
+	  "auto", 0, NULL, opt_unwind },
+	{ "unwind-table-size", 0, "SIZE",
+	  "kernel memory for unwind tables (12 bytes per row; libc needs about 28000 rows)",
+	  "12MiB", 0, NULL, opt_unwind_table_size },
 	{ "symbol-cache-size", 0, "SIZE", "memory budget for cached symbol tables", "64MiB", 0,
 	  NULL, opt_symbol_cache },
 	{ "debug-dir", 0, "DIR",
@@ -549,6 +580,10 @@ void config_init(struct agent_config *cfg)
 	cfg->kernel_stacks = true;
 	cfg->log_level = LOG_LEVEL_INFO;
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
+	cfg->unwind = SAMPLER_UNWIND_AUTO;
+	cfg->unwind_table_bytes = 12ULL << 20;
+	cfg->unwind = SAMPLER_UNWIND_AUTO;
+	cfg->unwind_table_bytes = 12ULL << 20;
 	cfg->symbol_cache_bytes = 64ULL << 20;
 	cfg->debug_dir = strdup("/usr/lib/debug");
 	cfg->debuginfod_timeout_sec = 30;

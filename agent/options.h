@@ -33,6 +33,8 @@ struct agent_config {
 	unsigned int top; /* print the N hottest functions after each window */
 	enum log_level log_level;
 	enum sampler_event event;
+	enum sampler_unwind unwind;  /* --unwind */
+	uint64_t unwind_table_bytes; /* the row map, bytes */
 	uint64_t symbol_cache_bytes;
 	char *debug_dir;		 /* host folder of separate debug files, "/usr/lib/debug" */
 	char *debuginfod_urls;		 /* space-separated servers, NULL: none */

@@ -48,6 +48,7 @@ struct sampler {
 	uint64_t period_ns; /* cpu-clock period, 0 for the hardware event */
 	uint32_t max_stacks;
 	uint32_t max_samples;
+	bool unwinds; /* the table unwinder is loaded */
 };
 
 /* libbpf's messages go through our logger; the verifier's log only at debug level. */
@@ -185,11 +186,78 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return s->opts.on_event ? s->opts.on_event(s->opts.ctx, data) : 0;
 }
 
+/* Open, size and load the skeleton, with or without the table unwinder. */
+static int load(struct sampler *s, bool unwind)
+{
+	const struct sampler_opts *opts = &s->opts;
+	struct profiler_bpf *skel;
+	struct bpf_map *maps[4];
+	uint32_t zero = IGNIS_PROG_UNWIND;
+	size_t i;
+	int err, fd;
+
+	skel = profiler_bpf__open();
+	if (!skel)
+		return -errno;
+	s->skel = skel;
+
+	skel->rodata->cfg.user_stacks = opts->user_stacks;
+	skel->rodata->cfg.kernel_stacks = opts->kernel_stacks;
+	skel->rodata->cfg.skip_walk = opts->skip_walk;
+	skel->rodata->cfg.filter_pids = opts->nr_pids > 0;
+	skel->rodata->cfg.mmap_event_gap_ns = opts->mmap_event_gap_ns;
+	skel->rodata->cfg.unwind_tables = unwind;
+
+	/* The inner-map templates keep max_entries 1: since Linux 5.10 the kernel compares
+	 * only type, key and value sizes and flags of a hash map put in a map-in-map. */
+	maps[0] = skel->maps.stacks_0;
+	maps[1] = skel->maps.stacks_1;
+	maps[2] = skel->maps.counts_0;
+	maps[3] = skel->maps.counts_1;
+	for (i = 0; i < 4; i++) {
+		err = bpf_map__set_max_entries(maps[i], i < 2 ? s->max_stacks : s->max_samples);
+		if (err)
+			goto err_size;
+	}
+	if (opts->nr_pids) {
+		err = bpf_map__set_max_entries(skel->maps.pid_filter, (uint32_t)opts->nr_pids);
+		if (err)
+			goto err_size;
+	}
+	if (unwind) {
+		err = bpf_map__set_max_entries(skel->maps.unwind_rows, opts->unwind_rows);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.unwind_maps, opts->unwind_maps);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_procs);
+		if (err)
+			goto err_size;
+	} else {
+		bpf_program__set_autoload(skel->progs.ignis_unwind, false);
+	}
+	err = profiler_bpf__load(skel);
+	if (err)
+		return err;
+	if (unwind) {
+		fd = bpf_program__fd(skel->progs.ignis_unwind);
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.progs), &zero, &fd, BPF_ANY)) {
+			err = -errno;
+			pr_err("cannot install the unwinder program: %s", strerror(-err));
+			return err;
+		}
+	}
+	s->unwinds = unwind;
+	return 0;
+
+err_size:
+	pr_err("cannot size the BPF maps: %s", strerror(-err));
+	return err;
+}
+
 struct sampler *sampler__new(const struct sampler_opts *opts)
 {
 	struct sampler *s;
 	struct profiler_bpf *skel;
-	struct bpf_map *maps[4];
 	size_t i;
 	int err, nr_cpus;
 
@@ -212,46 +280,27 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	for (i = 0; i < (size_t)s->nr_possible; i++)
 		s->cpus[i].pfd = -1;
 
-	skel = profiler_bpf__open();
-	if (!skel) {
-		err = -errno;
-		explain_load_error(err);
-		goto err_out;
-	}
-	s->skel = skel;
-
-	skel->rodata->cfg.user_stacks = opts->user_stacks;
-	skel->rodata->cfg.kernel_stacks = opts->kernel_stacks;
-	skel->rodata->cfg.skip_walk = opts->skip_walk;
-	skel->rodata->cfg.filter_pids = opts->nr_pids > 0;
-	skel->rodata->cfg.mmap_event_gap_ns = opts->mmap_event_gap_ns;
-
 	nr_cpus = s->nr_possible;
 	/* A sample needs one count entry and at most two new stacks. */
 	s->max_samples = size_map(opts->max_samples, opts, 1, nr_cpus);
 	s->max_stacks = size_map(opts->max_stacks, opts, 2, nr_cpus);
-	/* The inner-map templates keep max_entries 1: since Linux 5.10 the kernel compares
-	 * only type, key and value sizes and flags of a hash map put in a map-in-map. */
-	maps[0] = skel->maps.stacks_0;
-	maps[1] = skel->maps.stacks_1;
-	maps[2] = skel->maps.counts_0;
-	maps[3] = skel->maps.counts_1;
-	for (i = 0; i < 4; i++) {
-		err = bpf_map__set_max_entries(maps[i], i < 2 ? s->max_stacks : s->max_samples);
-		if (err)
-			goto err_size;
-	}
-	if (opts->nr_pids) {
-		err = bpf_map__set_max_entries(skel->maps.pid_filter, (uint32_t)opts->nr_pids);
-		if (err)
-			goto err_size;
-	}
 
-	err = profiler_bpf__load(skel);
+	err = load(s, opts->unwind != SAMPLER_UNWIND_FP);
+	if ((err == -EINVAL || err == -EACCES || err == -E2BIG || err == -ENOMEM ||
+	     err == -EOPNOTSUPP) && opts->unwind == SAMPLER_UNWIND_AUTO && s->skel) {
+		/* The verifier of an older kernel may refuse the unwinder: degrade, once. */
+		pr_warn("the table unwinder cannot load on this kernel (%s): unwinding with frame "
+			"pointers only; --log-level debug shows the verifier's log",
+			strerror(-err));
+		profiler_bpf__destroy(s->skel);
+		s->skel = NULL;
+		err = load(s, false);
+	}
 	if (err) {
 		explain_load_error(err);
 		goto err_out;
 	}
+	skel = s->skel;
 
 	for (i = 0; i < opts->nr_pids; i++) {
 		uint8_t one = 1;
@@ -271,12 +320,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		pr_err("cannot open the event ring buffer: %s", strerror(-err));
 		goto err_out;
 	}
-	pr_debug("BPF loaded: %u stacks and %u samples per generation, %d possible CPUs",
-		 s->max_stacks, s->max_samples, s->nr_possible);
+	pr_debug("BPF loaded: %u stacks and %u samples per generation, %d possible CPUs, "
+		 "table unwinder %s",
+		 s->max_stacks, s->max_samples, s->nr_possible, s->unwinds ? "on" : "off");
 	return s;
 
-err_size:
-	pr_err("cannot size the BPF maps: %s", strerror(-err));
 err_out:
 	sampler__free(s);
 	errno = -err;
@@ -507,6 +555,26 @@ int sampler__stats_fd(const struct sampler *s)
 int sampler__procs_fd(const struct sampler *s)
 {
 	return bpf_map__fd(s->skel->maps.procs);
+}
+
+bool sampler__unwinds(const struct sampler *s)
+{
+	return s->unwinds;
+}
+
+int sampler__unwind_rows_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.unwind_rows);
+}
+
+int sampler__unwind_maps_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.unwind_maps);
+}
+
+int sampler__unwind_procs_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.unwind_procs);
 }
 
 uint32_t sampler__max_stacks(const struct sampler *s)

@@ -39,6 +39,12 @@ struct sampler_opts {
 	uint32_t max_samples;	    /* entries of each generation's counts map, 0: sized */
 	unsigned int window_sec;    /* window length, used to size the maps */
 	uint64_t mmap_event_gap_ns; /* see struct ignis_config */
+	/* The table unwinder (--unwind): off, or on where the kernel accepts it (auto), or
+	 * required (a load failure is fatal). */
+	enum sampler_unwind { SAMPLER_UNWIND_FP, SAMPLER_UNWIND_AUTO, SAMPLER_UNWIND_TABLES } unwind;
+	uint32_t unwind_rows;  /* entries of the row map (12 bytes each) */
+	uint32_t unwind_maps;  /* entries of the mapping map (40 bytes each) */
+	uint32_t unwind_procs; /* processes with tables */
 	sampler_event_fn on_event;
 	void *ctx;
 };
@@ -82,6 +88,11 @@ int sampler__stacks_fd(const struct sampler *s, unsigned int gen);
 int sampler__counts_fd(const struct sampler *s, unsigned int gen);
 int sampler__stats_fd(const struct sampler *s);
 int sampler__procs_fd(const struct sampler *s);
+/* True when the table unwinder is loaded; then the descriptors of its maps. */
+bool sampler__unwinds(const struct sampler *s);
+int sampler__unwind_rows_fd(const struct sampler *s);
+int sampler__unwind_maps_fd(const struct sampler *s);
+int sampler__unwind_procs_fd(const struct sampler *s);
 uint32_t sampler__max_stacks(const struct sampler *s);
 uint32_t sampler__max_samples(const struct sampler *s);
 

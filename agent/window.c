@@ -415,8 +415,11 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 		conv->locs[conv->nr++] = (uint64_t)loc;
 	}
 	c->stats->frames += conv->nr;
-	if (st->len >= IGNIS_MAX_STACK_DEPTH ||
-	    (!kernel && named && outer_name && !is_root_function(outer_name)))
+	/* The table unwinder knows how its walk ended; a frame-pointer walk is judged by its
+	 * outermost frame. */
+	if (st->len >= IGNIS_MAX_STACK_DEPTH || (st->flags & STACK_F_TRUNCATED) ||
+	    (!kernel && !(st->flags & STACK_F_COMPLETE) && named && outer_name &&
+	     !is_root_function(outer_name)))
 		conv->flags |= CONV_TRUNCATED;
 	*err = remember(c, conv);
 	return *err ? NULL : conv;

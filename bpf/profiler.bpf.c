@@ -112,13 +112,56 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by the agent (--unwind-table-rows) */
+	__type(key, __u32);
+	__type(value, struct ignis_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by the agent */
+	__type(key, __u32);
+	__type(value, struct ignis_unwind_mapping);
+} unwind_maps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the agent */
+	__type(key, __u32);
+	__type(value, struct ignis_unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* Filled by the agent after load (a program it did not load leaves its slot empty). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} progs SEC(".maps");
+
+/* Where the table unwinder is, kept across its tail calls. */
+struct uw_state {
+	__u64 pc, sp, bp;     /* the registers of the frame being unwound */
+	__u32 tgid;
+	__u32 version;	      /* of the process's unwind_procs entry */
+	__u32 map_start;
+	__u32 nr_maps;
+	__u32 gen;	      /* the generation ignis_sample read */
+	__u32 bp_valid;	      /* 0: rbp is unknown (a row said it was clobbered) */
+	struct ignis_sample_key key;
+};
+
 /*
  * Per-CPU working state, one lookup per sample: room for one stack walk (too large for the
- * 512-byte BPF stack), and the process image this CPU last found announced and unchanged,
- * so that consecutive samples of one process skip the procs lookup.
+ * 512-byte BPF stack), the table unwinder's state, and the process image this CPU last
+ * found announced and unchanged, so that consecutive samples of one process skip the procs
+ * lookup.
  */
 struct cpu_state {
 	struct ignis_stack stack;
+	struct uw_state uw;
 	__u64 last_start_time;
 	__u64 last_exec_vm;
 	__u32 last_tgid;
@@ -249,7 +292,7 @@ static __always_inline int store_stack(__u32 g, void *stacks, struct ignis_stack
 {
 	long err;
 
-	stack_hash128(st->ips, st->len, id);
+	stack_hash128(st->ips, st->len, st->flags, id);
 	if (bpf_map_lookup_elem(stacks, id))
 		return 0;
 	err = bpf_map_update_elem(stacks, id, st, BPF_NOEXIST);
@@ -271,11 +314,328 @@ static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, struct i
 	if (n < 0)
 		return -1;
 	st->len = (__u32)n / sizeof(__u64);
+	st->flags = 0;
 	if (st->len == 0)
 		return 0;
 	if (st->len > IGNIS_MAX_STACK_DEPTH)
 		st->len = IGNIS_MAX_STACK_DEPTH;
 	store_stack(g, stacks, st, id);
+	return 0;
+}
+
+/* Count the sample under its key in the generation's counts map. */
+static __always_inline void record(__u32 g, void *counts, struct ignis_sample_key *key)
+{
+	__u64 *count, one = 1;
+	long err;
+
+	count = bpf_map_lookup_elem(counts, key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+		return;
+	}
+	err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		count = bpf_map_lookup_elem(counts, key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+	} else if (err) {
+		stat_inc(g, STAT_DROP_COUNTS_FULL);
+	}
+}
+
+/* ---- The table unwinder ----------------------------------------------------------------- */
+
+/* Frames unwound per program run; the unwinder tail-calls itself for more (at most
+ * IGNIS_MAX_STACK_DEPTH / UNWIND_FRAMES_PER_RUN + 1 runs, well under the kernel's 33). */
+#define UNWIND_FRAMES_PER_RUN 16
+
+/* What one step of the unwinder concluded. */
+enum step_result {
+	STEP_CONTINUE = 0,
+	STEP_COMPLETE,	  /* the outermost frame: the stack is whole */
+	STEP_END,	  /* the chain ends (return address or frame pointer 0): judged later */
+	STEP_TRUNCATED,	  /* stopped early; the reason is counted */
+};
+
+/*
+ * The mapping of unwind_maps[start, start + n) whose [start, end) holds pc: its index, or -1.
+ * A global function, so the verifier checks it once, not at every frame of the walk.
+ */
+__noinline int unwind_find_mapping(__u32 start, __u32 n, __u64 pc)
+{
+	__u32 lo = 0, hi = n, i, idx;
+	struct ignis_unwind_mapping *m;
+
+	if (n > IGNIS_MAX_UNWIND_MAPS)
+		return -1;
+	/* The last mapping with m.start <= pc. */
+	for (i = 0; i <= IGNIS_UNWIND_MAPS_LOG; i++) {
+		__u32 mid;
+
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		idx = start + mid;
+		m = bpf_map_lookup_elem(&unwind_maps, &idx);
+		if (!m)
+			return -1;
+		if (m->start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	idx = start + lo - 1;
+	m = bpf_map_lookup_elem(&unwind_maps, &idx);
+	if (!m || pc >= m->end)
+		return -1;
+	return (int)idx;
+}
+
+/* The last row of unwind_rows[start, start + n) with row.pc <= rel: its index, or -1. */
+__noinline int unwind_find_row(__u32 start, __u32 n, __u32 rel)
+{
+	__u32 lo = 0, hi = n, i, idx;
+	struct ignis_unwind_row *r;
+
+	if (n > IGNIS_MAX_UNWIND_ROWS)
+		return -1;
+	for (i = 0; i <= IGNIS_UNWIND_ROWS_LOG; i++) {
+		__u32 mid;
+
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		idx = start + mid;
+		r = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (!r)
+			return -1;
+		if (r->pc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? (int)(start + lo - 1) : -1;
+}
+
+/* A frame with no usable row: its caller through the frame pointer. */
+static __always_inline int step_frame_pointer(struct uw_state *uw)
+{
+	__u64 frame[2]; /* saved rbp, return address */
+
+	if (!uw->bp_valid || !uw->bp)
+		return STEP_END;
+	if (bpf_probe_read_user(frame, sizeof(frame), (void *)uw->bp)) {
+		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+		return STEP_TRUNCATED;
+	}
+	uw->sp = uw->bp + 16;
+	uw->bp = frame[0];
+	uw->pc = frame[1];
+	return uw->pc ? STEP_CONTINUE : STEP_END;
+}
+
+/*
+ * Unwind one frame: from (pc, sp, bp) to the caller's. first: pc is the sampled
+ * instruction; otherwise a return address, looked up at pc - 1 (the call), since a call
+ * that never returns may be the last instruction of its function.
+ */
+static __always_inline int step(struct uw_state *uw, bool first)
+{
+	struct ignis_unwind_mapping *m;
+	struct ignis_unwind_row *row;
+	__u64 pc = first ? uw->pc : uw->pc - 1, cfa, rel, ra;
+	__u32 idx;
+	__s64 off;
+	int mi, ri;
+
+	mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
+	if (mi < 0) {
+		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
+		return step_frame_pointer(uw);
+	}
+	idx = (__u32)mi;
+	m = bpf_map_lookup_elem(&unwind_maps, &idx);
+	if (!m)
+		return STEP_TRUNCATED;
+	if (m->tgid != uw->tgid || m->version != uw->version) {
+		stat_inc(uw->gen, STAT_UNWIND_STALE);
+		return STEP_TRUNCATED;
+	}
+	if (!m->nr_rows) {
+		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
+		return step_frame_pointer(uw);
+	}
+	rel = pc - m->base;
+	ri = rel >> 32 ? -1 : unwind_find_row(m->row_start, m->nr_rows, (__u32)rel);
+	idx = (__u32)ri;
+	row = ri < 0 ? NULL : bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!row || row->cfa_type == UNWIND_CFA_NONE) {
+		stat_inc(uw->gen, STAT_UNWIND_NO_CFI);
+		return step_frame_pointer(uw);
+	}
+	off = row->cfa_off;
+	switch (row->cfa_type) {
+	case UNWIND_CFA_RSP:
+		cfa = uw->sp + off;
+		break;
+	case UNWIND_CFA_RBP:
+		if (!uw->bp_valid) {
+			stat_inc(uw->gen, STAT_UNWIND_UNSUPPORTED);
+			return STEP_TRUNCATED;
+		}
+		cfa = uw->bp + off;
+		break;
+	case UNWIND_CFA_PLT:
+		cfa = uw->sp + off + ((uw->pc & 15) >= (__u64)row->rbp_off ? 8 : 0);
+		break;
+	case UNWIND_CFA_OUTERMOST:
+		return STEP_COMPLETE;
+	default:
+		stat_inc(uw->gen, STAT_UNWIND_UNSUPPORTED);
+		return STEP_TRUNCATED;
+	}
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+		return STEP_TRUNCATED;
+	}
+	if (row->rbp_type == UNWIND_RBP_AT_CFA && row->cfa_type != UNWIND_CFA_PLT) {
+		if (bpf_probe_read_user(&uw->bp, sizeof(uw->bp), (void *)(cfa + row->rbp_off))) {
+			stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+			return STEP_TRUNCATED;
+		}
+		uw->bp_valid = 1;
+	} else if (row->rbp_type == UNWIND_RBP_UNDEFINED) {
+		uw->bp_valid = 0;
+	}
+	uw->sp = cfa;
+	uw->pc = ra;
+	return ra ? STEP_CONTINUE : STEP_END;
+}
+
+/* Store the unwound user stack and count the sample: the end of every table walk. */
+static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
+{
+	struct uw_state *uw = &cs->uw;
+	__u32 g = uw->gen;
+	void *stacks = bpf_map_lookup_elem(&stacks_gen, &g);
+	void *counts = bpf_map_lookup_elem(&counts_gen, &g);
+
+	if (!stacks || !counts) {
+		stat_inc(g, STAT_DROP_NO_GEN);
+		return;
+	}
+	cs->stack.flags = flags | STACK_F_TABLES;
+	stat_inc(g, STAT_UNWIND_SAMPLES);
+	store_stack(g, stacks, &cs->stack, &uw->key.user_stack);
+	record(g, counts, &uw->key);
+}
+
+/* Unwind up to UNWIND_FRAMES_PER_RUN frames, then tail-call itself or finish. */
+SEC("perf_event")
+int ignis_unwind(struct bpf_perf_event_data *ctx)
+{
+	__u32 zero = 0, i, len;
+	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &zero);
+	int r = STEP_CONTINUE;
+
+	if (!cs)
+		return 0;
+	for (i = 0; i < UNWIND_FRAMES_PER_RUN; i++) {
+		len = cs->stack.len;
+		if (len >= IGNIS_MAX_STACK_DEPTH) {
+			stat_inc(cs->uw.gen, STAT_UNWIND_DEPTH);
+			r = STEP_TRUNCATED;
+			break;
+		}
+		r = step(&cs->uw, len == 1);
+		if (r != STEP_CONTINUE)
+			break;
+		len = cs->stack.len;
+		if (len < IGNIS_MAX_STACK_DEPTH)
+			cs->stack.ips[len] = cs->uw.pc;
+		cs->stack.len = len + 1;
+	}
+	if (r == STEP_CONTINUE) {
+		bpf_tail_call(ctx, &progs, IGNIS_PROG_UNWIND);
+		stat_inc(cs->uw.gen, STAT_UNWIND_TAIL_CALL);
+		r = STEP_TRUNCATED;
+	}
+	unwind_finish(cs, r == STEP_COMPLETE ? STACK_F_COMPLETE :
+			  r == STEP_TRUNCATED ? STACK_F_TRUNCATED : 0);
+	return 0;
+}
+
+/* The user registers at the sample: the interrupted ones, or, when the sample hit the
+ * kernel, the ones the task entered the kernel with. Returns 0 or -1. */
+static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct uw_state *uw)
+{
+	struct pt_regs *regs;
+	struct task_struct *task;
+	/* The context allows only whole 8-byte loads of the registers; cs's place is fixed by
+	 * the UAPI struct pt_regs. The low bits of cs hold the privilege level: 3 is user. */
+	__u64 cs = *(const __u64 *)((const char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+
+	if ((cs & 3) == 3) {
+		uw->pc = ctx->regs.ip;
+		uw->sp = ctx->regs.sp;
+		uw->bp = ctx->regs.bp;
+		return 0;
+	}
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		if (!regs)
+			return -1;
+		uw->pc = BPF_CORE_READ(regs, ip);
+		uw->sp = BPF_CORE_READ(regs, sp);
+		uw->bp = BPF_CORE_READ(regs, bp);
+		return 0;
+	}
+	/* Before 5.15: the user registers sit at the top of the task's kernel stack
+	 * (task_pt_regs() on x86_64: THREAD_SIZE 16 KiB, no padding). */
+	task = (struct task_struct *)bpf_get_current_task();
+	regs = (struct pt_regs *)((__u64)BPF_CORE_READ(task, stack) + 16384 -
+				  bpf_core_type_size(struct pt_regs));
+	uw->pc = BPF_CORE_READ(regs, ip);
+	uw->sp = BPF_CORE_READ(regs, sp);
+	uw->bp = BPF_CORE_READ(regs, bp);
+	return 0;
+}
+
+/*
+ * Start the table unwinder for this sample when its process has tables: it records the
+ * sample itself, and this returns 1. 0: walk with frame pointers instead.
+ */
+static __always_inline int start_unwind(struct bpf_perf_event_data *ctx, __u32 g,
+					struct cpu_state *cs, const struct ignis_sample_key *key)
+{
+	struct uw_state *uw = &cs->uw;
+	struct ignis_unwind_proc *p;
+	__u32 tgid = key->tgid;
+
+	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (!p) {
+		stat_inc(g, STAT_UNWIND_NO_TABLES);
+		return 0;
+	}
+	uw->tgid = p->tgid;
+	uw->version = p->version;
+	uw->map_start = p->map_start;
+	uw->nr_maps = p->nr_maps;
+	if (uw->tgid != tgid || p->start_time != key->start_time || p->exec_id != key->exec_id ||
+	    user_regs(ctx, uw) || !uw->pc) {
+		stat_inc(g, STAT_UNWIND_NO_TABLES);
+		return 0;
+	}
+	uw->gen = g;
+	uw->bp_valid = 1;
+	uw->key = *key;
+	cs->stack.ips[0] = uw->pc;
+	cs->stack.len = 1;
+	bpf_tail_call(ctx, &progs, IGNIS_PROG_UNWIND);
+	stat_inc(g, STAT_UNWIND_TAIL_CALL);
 	return 0;
 }
 
@@ -288,8 +648,6 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 	struct task_info ti;
 	struct cpu_state *cs;
 	void *stacks, *counts;
-	__u64 *count, one = 1;
-	int err;
 
 	stat_inc(g, STAT_SAMPLES);
 	if (tgid == 0) {
@@ -334,31 +692,23 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 	}
 
 	if (!cfg.skip_walk) {
-		if (cfg.user_stacks && !ti.kthread &&
-		    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK, &key.user_stack)) {
-			key.flags |= SAMPLE_F_USTACK_ERR;
-			stat_inc(g, STAT_USTACK_ERR);
-		}
+		/* The kernel stack first: the table unwinder records the sample itself. */
 		if (cfg.kernel_stacks &&
 		    walk_stack(ctx, g, stacks, &cs->stack, 0, &key.kernel_stack)) {
 			key.flags |= SAMPLE_F_KSTACK_ERR;
 			stat_inc(g, STAT_KSTACK_ERR);
 		}
+		if (cfg.user_stacks && !ti.kthread) {
+			if (cfg.unwind_tables && start_unwind(ctx, g, cs, &key))
+				return 0;
+			if (walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK,
+				       &key.user_stack)) {
+				key.flags |= SAMPLE_F_USTACK_ERR;
+				stat_inc(g, STAT_USTACK_ERR);
+			}
+		}
 	}
-
-	count = bpf_map_lookup_elem(counts, &key);
-	if (count) {
-		__sync_fetch_and_add(count, 1);
-		return 0;
-	}
-	err = bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST);
-	if (err == -EEXIST) {
-		count = bpf_map_lookup_elem(counts, &key);
-		if (count)
-			__sync_fetch_and_add(count, 1);
-	} else if (err) {
-		stat_inc(g, STAT_DROP_COUNTS_FULL);
-	}
+	record(g, counts, &key);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
  *   procs           LRU_HASH      tgid -> struct ignis_proc_state   (what BPF already announced)
  *   pid_filter      HASH          tgid -> __u8                (only with cfg.filter_pids)
  *   events          RINGBUF       struct ignis_proc_event
+ *   unwind_*, progs   the table unwinder's maps, described at struct ignis_unwind_row
  *
  * Two generations of the stack and count maps let the agent drain one while the sampler
  * writes the other: the agent flips `gen` (a global in .bss), waits for an RCU grace period
@@ -53,11 +54,19 @@ _Static_assert(sizeof(struct ignis_stack_id) == 16, "ignis_stack_id size");
  * ignis_stack_id. Entries are immutable once inserted.
  */
 struct ignis_stack {
-	__u32 len; /* frames used in ips[] */
-	__u32 pad;
+	__u32 len;   /* frames used in ips[] */
+	__u32 flags; /* STACK_F_* */
 	__u64 ips[IGNIS_MAX_STACK_DEPTH]; /* instruction pointers; ips[0] is the leaf */
 };
 _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ignis_stack size");
+
+/* stack.flags: what the unwinder knows about the end of a user stack (0 for kernel stacks and
+ * frame-pointer walks, whose end the agent judges by the outermost-frame rule). */
+#ifndef STACK_F_COMPLETE
+#define STACK_F_COMPLETE  (1U << 0) /* ends at a frame whose CFI marks it outermost */
+#define STACK_F_TRUNCATED (1U << 1) /* the unwinder stopped before the outermost frame */
+#define STACK_F_TABLES	  (1U << 2) /* unwound with the tables (not bpf_get_stack) */
+#endif
 
 /* sample_key.flags */
 #ifndef SAMPLE_F_KTHREAD
@@ -99,6 +108,16 @@ enum ignis_stat {
 	STAT_DROP_STACKS_FULL, /* the stacks map of this generation is full */
 	STAT_DROP_COUNTS_FULL, /* the counts map of this generation is full */
 	STAT_EVENTS_LOST,      /* ring buffer full: a process event was not sent */
+	/* The table unwinder (--unwind auto|dwarf). Per sample unless it says frames. */
+	STAT_UNWIND_SAMPLES,	 /* user stacks unwound with the tables */
+	STAT_UNWIND_NO_TABLES,	 /* process without tables yet: frame pointers (bpf_get_stack) */
+	STAT_UNWIND_FP_FRAMES,	 /* frames: pc in no table (JIT, anonymous code): frame pointer */
+	STAT_UNWIND_NO_CFI,	 /* frames: pc in a table's gap (code without CFI): frame pointer */
+	STAT_UNWIND_READ_FAULT,	 /* stacks cut: the stack could not be read */
+	STAT_UNWIND_DEPTH,	 /* stacks cut at IGNIS_MAX_STACK_DEPTH frames */
+	STAT_UNWIND_UNSUPPORTED, /* stacks cut at a CFA rule the unwinder does not follow */
+	STAT_UNWIND_STALE,	 /* stacks cut: the process's tables changed under the unwinder */
+	STAT_UNWIND_TAIL_CALL,	 /* stacks cut: a tail call failed */
 	STAT_NR,
 };
 
@@ -133,6 +152,92 @@ struct ignis_proc_event {
 };
 _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
 
+/*
+ * The table unwinder (x86_64): user stacks of code without frame pointers, unwound from
+ * tables the agent derives from each object's .eh_frame (symbolizer/unwind.c).
+ *
+ *   unwind_rows   ARRAY  index -> struct ignis_unwind_row      every table, one extent each
+ *   unwind_maps   ARRAY  index -> struct ignis_unwind_mapping  every process's executable
+ *                        mappings, one extent per process, sorted by start, not overlapping
+ *   unwind_procs  HASH   tgid -> struct ignis_unwind_proc      where a process's extent is
+ *   progs         PROG_ARRAY [IGNIS_PROG_UNWIND] the unwinder, which tail-calls itself
+ *
+ * For a pc of process tgid: unwind_procs gives the extent of its mappings; a binary search
+ * finds the mapping whose [start, end) holds pc; rel = pc - mapping.base is the offset in
+ * the table (the table's pcs are relative to its first row's ELF address); a binary search
+ * of the table's extent finds the last row with row.pc <= rel.
+ *
+ * Updates never expose a half-written table: the agent writes rows and mappings into
+ * extents no published entry points to, then publishes the process's unwind_procs entry;
+ * an extent an entry stops pointing to is reused only after the next generation flip's RCU
+ * grace period (sampler__flip), when no program can still be reading it. Every mapping
+ * carries its process's tgid and version, which the unwinder checks against the entry it
+ * read, so that a hash element the kernel reused under it is detected (STAT_UNWIND_STALE).
+ */
+#ifndef IGNIS_PROG_UNWIND
+#define IGNIS_PROG_UNWIND 0
+#endif
+
+/* row.cfa_type: how to compute the Canonical Frame Address; the return address is at
+ * CFA - 8 for every type that continues the walk. Values match enum sym_cfa_rule. */
+#ifndef UNWIND_CFA_NONE
+#define UNWIND_CFA_NONE	       0 /* no CFI here: walk this frame with the frame pointer */
+#define UNWIND_CFA_RSP	       1 /* CFA = rsp + cfa_off */
+#define UNWIND_CFA_RBP	       2 /* CFA = rbp + cfa_off */
+#define UNWIND_CFA_PLT	       3 /* CFA = rsp + cfa_off + ((pc & 15) >= rbp_off ? 8 : 0) */
+#define UNWIND_CFA_OUTERMOST   4 /* the outermost frame: the stack is complete */
+#define UNWIND_CFA_UNSUPPORTED 5 /* a rule the unwinder does not follow: stop, truncated */
+#endif
+
+/* row.rbp_type: where the caller's rbp is. Values match enum sym_rbp_rule. */
+#ifndef UNWIND_RBP_SAME
+#define UNWIND_RBP_SAME	     0 /* unchanged */
+#define UNWIND_RBP_AT_CFA    1 /* saved at CFA + rbp_off */
+#define UNWIND_RBP_UNDEFINED 2 /* unknown from here on */
+#endif
+
+/* One row of an unwind table: valid from pc up to the next row's pc. */
+struct ignis_unwind_row {
+	__u32 pc;      /* offset from the table's base */
+	__s32 cfa_off; /* bytes */
+	__s16 rbp_off; /* bytes (UNWIND_RBP_AT_CFA), or the threshold of UNWIND_CFA_PLT */
+	__u8 cfa_type; /* UNWIND_CFA_* */
+	__u8 rbp_type; /* UNWIND_RBP_* */
+};
+_Static_assert(sizeof(struct ignis_unwind_row) == 12, "ignis_unwind_row size");
+
+/* An executable mapping of a process. */
+struct ignis_unwind_mapping {
+	__u64 start;	 /* first runtime address */
+	__u64 end;	 /* one past the last */
+	__u64 base;	 /* runtime address of the table's pc 0 */
+	__u32 row_start; /* first row in unwind_rows */
+	__u32 nr_rows;	 /* 0: no table (no CFI, not ELF, JIT): frame pointers */
+	__u32 tgid;	 /* the owner, as in its unwind_procs entry */
+	__u32 version;	 /* the owner's version when written */
+};
+_Static_assert(sizeof(struct ignis_unwind_mapping) == 40, "ignis_unwind_mapping size");
+
+/* A process image's mappings: used only for samples of that image (a tgid is reused, and
+ * execve() keeps it), so a late removal never applies one image's tables to another. */
+struct ignis_unwind_proc {
+	__u32 tgid;
+	__u32 version;	  /* changes with every update of the process's mappings */
+	__u32 map_start;  /* first mapping in unwind_maps */
+	__u32 nr_maps;	  /* at most IGNIS_MAX_UNWIND_MAPS */
+	__u64 start_time; /* as sample_key.start_time */
+	__u32 exec_id;	  /* as sample_key.exec_id */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ignis_unwind_proc) == 32, "ignis_unwind_proc size");
+
+#ifndef IGNIS_MAX_UNWIND_MAPS
+#define IGNIS_MAX_UNWIND_MAPS 1024 /* mappings per process the unwinder searches (2^10) */
+#define IGNIS_UNWIND_MAPS_LOG 10
+#define IGNIS_MAX_UNWIND_ROWS (1U << 24) /* rows per table (2^24) */
+#define IGNIS_UNWIND_ROWS_LOG 24
+#endif
+
 /* Read-only configuration, set by the agent between open and load. */
 struct ignis_config {
 	__u32 filter_pids;	 /* 1: record only tgids present in pid_filter */
@@ -140,7 +245,9 @@ struct ignis_config {
 	__u32 kernel_stacks;	 /* 1: walk kernel stacks */
 	__u32 skip_walk;	 /* 1: benchmark mode, record empty stacks without walking */
 	__u64 mmap_event_gap_ns; /* min time between two PROC_EVENT_MMAP of one tgid, ns */
+	__u32 unwind_tables;	 /* 1: unwind user stacks with the tables where a process has them */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct ignis_config) == 24, "ignis_config size");
+_Static_assert(sizeof(struct ignis_config) == 32, "ignis_config size");
 
 #endif /* IGNIS_BPF_PROFILER_H */

@@ -29,13 +29,16 @@ static __always_inline __u64 stack_mix64(__u64 x)
 }
 
 /*
- * Two independent 64-bit hashes of the first len frames of ips (len <= IGNIS_MAX_STACK_DEPTH),
+ * Two independent 64-bit hashes of the first len frames of ips (len <= IGNIS_MAX_STACK_DEPTH)
+ * and of the stack's flags,
  * each a multiply-rotate chain with its own constants and seed, finalized separately. Never
  * returns the all-zero id, which means "no stack".
  */
-static __always_inline void stack_hash128(const __u64 *ips, __u32 len, struct ignis_stack_id *id)
+static __always_inline void stack_hash128(const __u64 *ips, __u32 len, __u32 flags,
+					  struct ignis_stack_id *id)
 {
-	__u64 a = 0x9e3779b97f4a7c15ULL ^ len, b = 0x6a09e667f3bcc909ULL ^ ((__u64)len << 32);
+	__u64 a = 0x9e3779b97f4a7c15ULL ^ len ^ ((__u64)flags << 40);
+	__u64 b = 0x6a09e667f3bcc909ULL ^ ((__u64)len << 32) ^ flags;
 	__u32 i;
 
 	for (i = 0; i < IGNIS_MAX_STACK_DEPTH; i++) {

@@ -195,6 +195,61 @@ size_t sym_perfmap__count(const struct sym_perfmap *m, uint64_t *malformed);
  * for the map's lifetime, and its start into *start (may be NULL); NULL if none. */
 const char *sym_perfmap__lookup(const struct sym_perfmap *m, uint64_t addr, uint64_t *start);
 
+/*
+ * Unwind tables, x86_64 (symbolizer/unwind.c): the call frame information of an object
+ * (.eh_frame, LSB Core §10.6; or .debug_frame, DWARF 5 §6.4) evaluated into sorted rows,
+ * each valid from its pc (an ELF virtual address) up to the next row's. The caller's
+ * return address is always at CFA - 8: a row whose CFI says otherwise is unsupported.
+ */
+enum sym_cfa_rule {
+	SYM_CFA_NONE = 0,    /* no CFI covers this pc: hand-written code, or past the last FDE */
+	SYM_CFA_RSP,	     /* CFA = rsp + cfa_off */
+	SYM_CFA_RBP,	     /* CFA = rbp + cfa_off */
+	SYM_CFA_PLT,	     /* CFA = rsp + cfa_off + ((rip & 15) >= plt_threshold ? 8 : 0) */
+	SYM_CFA_OUTERMOST,   /* the return address is undefined: the outermost frame */
+	SYM_CFA_UNSUPPORTED, /* another register or a DWARF expression (signal frames) */
+};
+
+enum sym_rbp_rule {
+	SYM_RBP_SAME = 0,  /* the caller's rbp is this frame's */
+	SYM_RBP_AT_CFA,	   /* saved at CFA + rbp_off */
+	SYM_RBP_UNDEFINED, /* not recoverable here (clobbered, or a rule not followed) */
+};
+
+struct sym_unwind_row {
+	uint64_t pc;	       /* first ELF virtual address the row covers */
+	int32_t cfa_off;       /* bytes */
+	int32_t rbp_off;       /* bytes, for SYM_RBP_AT_CFA; fits in 16 bits */
+	uint8_t cfa_rule;      /* enum sym_cfa_rule */
+	uint8_t rbp_rule;      /* enum sym_rbp_rule */
+	uint8_t plt_threshold; /* for SYM_CFA_PLT */
+};
+
+struct sym_unwind_table {
+	struct sym_unwind_row *rows; /* sorted by pc, distinct pcs; malloc'd */
+	size_t nr_rows;
+	uint64_t cfi_bytes;  /* size of the section the rows come from */
+	uint32_t fdes;	     /* FDEs read */
+	uint32_t fde_errors; /* FDEs (or their tails) that could not be evaluated: no rule */
+	bool debug_frame;    /* from .debug_frame (the object has no .eh_frame) */
+};
+
+/*
+ * Build the unwind table of the ELF file behind fd (borrowed; read with pread), or of the
+ * in-memory image when image is not NULL. On success *t owns its rows: release them with
+ * sym_unwind_table__fini(). Returns 0, -ENODATA when the object has no CFI, -ENOTSUP when it
+ * is not x86_64 (or its .debug_frame is compressed), -EINVAL when it is not ELF or its CFI
+ * is unreadable, -E2BIG past the caps on FDEs and rows, or -ENOMEM. Bad CFI in one FDE
+ * leaves that FDE without rules (counted in fde_errors) and the rest of the table intact.
+ */
+int sym_unwind_table__build(int fd, const void *image, size_t size,
+			    struct sym_unwind_table *t) SYM_WARN_UNUSED;
+/* As sym_unwind_table__build(), for an opened object; safe on any thread while o lives. */
+int sym_object__unwind_table(const struct sym_object *o, struct sym_unwind_table *t) SYM_WARN_UNUSED;
+void sym_unwind_table__fini(struct sym_unwind_table *t);
+/* The row covering pc, or NULL when pc is below the first row. Borrowed from t. */
+const struct sym_unwind_row *sym_unwind_table__find(const struct sym_unwind_table *t, uint64_t pc);
+
 /* One line of /proc/PID/maps (proc(5)). */
 struct procmaps_entry {
 	uint64_t start;	 /* first address of the mapping */

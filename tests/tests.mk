@@ -156,6 +156,11 @@ $(TEST_BUILD)/pprof_dump: tests/tools/pprof_dump.c $(BUILD)/agent/profile.pb-c.o
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS_ALL)
 
+$(TEST_BUILD)/unwind_dump: tests/tools/unwind_dump.c $(BUILD)/libsymbolizer.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS_ALL)
+
 $(TEST_BUILD)/lifecycle: tests/integration/lifecycle.c $(addprefix $(BUILD)/agent/,sampler.o \
 			drain.o hashmap.o log.o util.o)
 	$(call msg,LINK,$@)

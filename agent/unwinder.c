@@ -1,0 +1,824 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unwind tables for the BPF unwinder: built off the main thread, cached by build ID in the
+ * row map, published per process image (see unwinder.h and bpf/profiler.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+#include <bpf/bpf.h>
+
+#include "../bpf/profiler.h"
+#include "../symbolizer/symbolizer.h"
+#include "hashmap.h"
+#include "log.h"
+#include "proctab.h"
+#include "unwinder.h"
+
+_Static_assert(UNWIND_CFA_NONE == SYM_CFA_NONE && UNWIND_CFA_RSP == SYM_CFA_RSP &&
+		       UNWIND_CFA_RBP == SYM_CFA_RBP && UNWIND_CFA_PLT == SYM_CFA_PLT &&
+		       UNWIND_CFA_OUTERMOST == SYM_CFA_OUTERMOST &&
+		       UNWIND_CFA_UNSUPPORTED == SYM_CFA_UNSUPPORTED,
+	       "CFA rules of bpf/profiler.h and symbolizer.h");
+_Static_assert(UNWIND_RBP_SAME == SYM_RBP_SAME && UNWIND_RBP_AT_CFA == SYM_RBP_AT_CFA &&
+		       UNWIND_RBP_UNDEFINED == SYM_RBP_UNDEFINED,
+	       "rbp rules of bpf/profiler.h and symbolizer.h");
+
+/* Entries written per bpf_map_update_batch() call. */
+#define UPLOAD_CHUNK 4096
+
+/* ---- Extents of an ARRAY map: first fit, coalescing, with frees deferred past a grace
+ * period. */
+
+struct extent {
+	uint32_t start, len;
+};
+
+struct extents {
+	struct extent *free; /* sorted by start, never adjacent */
+	size_t nr_free, cap_free;
+	struct extent *pending; /* freed, reusable after the next grace period */
+	size_t nr_pending, cap_pending;
+};
+
+static int push_extent(struct extent **arr, size_t *nr, size_t *cap, struct extent e)
+{
+	if (*nr == *cap) {
+		size_t n = *cap ? 2 * *cap : 16;
+		struct extent *p = reallocarray(*arr, n, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		*arr = p;
+		*cap = n;
+	}
+	(*arr)[(*nr)++] = e;
+	return 0;
+}
+
+static int extents_init(struct extents *x, uint32_t size)
+{
+	memset(x, 0, sizeof(*x));
+	return push_extent(&x->free, &x->nr_free, &x->cap_free,
+			   (struct extent){ .start = 0, .len = size });
+}
+
+static void extents_fini(struct extents *x)
+{
+	free(x->free);
+	free(x->pending);
+}
+
+/* Start of a free run of len entries, or -ENOSPC. */
+static int64_t extents_alloc(struct extents *x, uint32_t len)
+{
+	size_t i;
+
+	for (i = 0; i < x->nr_free; i++) {
+		struct extent *e = &x->free[i];
+		uint32_t start = e->start;
+
+		if (e->len < len)
+			continue;
+		e->start += len;
+		e->len -= len;
+		if (!e->len) {
+			memmove(e, e + 1, (x->nr_free - i - 1) * sizeof(*e));
+			x->nr_free--;
+		}
+		return start;
+	}
+	return -ENOSPC;
+}
+
+/* Give back [start, start + len) at once: only for extents nothing ever pointed to. */
+static int extents_release(struct extents *x, uint32_t start, uint32_t len)
+{
+	size_t lo = 0, hi = x->nr_free;
+	struct extent *prev, *next;
+	int err;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->free[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	prev = lo ? &x->free[lo - 1] : NULL;
+	next = lo < x->nr_free ? &x->free[lo] : NULL;
+	if (prev && prev->start + prev->len == start) {
+		prev->len += len;
+		if (next && prev->start + prev->len == next->start) {
+			prev->len += next->len;
+			memmove(next, next + 1, (x->nr_free - lo - 1) * sizeof(*next));
+			x->nr_free--;
+		}
+		return 0;
+	}
+	if (next && start + len == next->start) {
+		next->start = start;
+		next->len += len;
+		return 0;
+	}
+	err = push_extent(&x->free, &x->nr_free, &x->cap_free, (struct extent){ 0, 0 });
+	if (err)
+		return err;
+	memmove(&x->free[lo + 1], &x->free[lo], (x->nr_free - lo - 1) * sizeof(x->free[0]));
+	x->free[lo] = (struct extent){ .start = start, .len = len };
+	return 0;
+}
+
+/* Free an extent that a published entry pointed to: reusable after the grace period. */
+static void extents_defer(struct extents *x, uint32_t start, uint32_t len)
+{
+	if (len && push_extent(&x->pending, &x->nr_pending, &x->cap_pending,
+			       (struct extent){ .start = start, .len = len }))
+		pr_warn("unwinder: out of memory: %u map entries are lost until restart", len);
+}
+
+static void extents_grace_period(struct extents *x)
+{
+	size_t i;
+
+	for (i = 0; i < x->nr_pending; i++)
+		if (extents_release(x, x->pending[i].start, x->pending[i].len))
+			pr_warn("unwinder: out of memory: %u map entries are lost until restart",
+				x->pending[i].len);
+	x->nr_pending = 0;
+}
+
+/* ---- Tables ---- */
+
+enum table_state {
+	TABLE_BUILDING, /* queued or on the build thread */
+	TABLE_WAITING,	/* built, waiting for room in the row map (rows held in built) */
+	TABLE_READY,	/* in the row map */
+	TABLE_NONE,	/* no table: no CFI, unreadable, or too large */
+};
+
+struct table {
+	char key[2 * 64 + 24]; /* build ID in hex, or "object:<address>" for objects without */
+	bool by_build_id;      /* cached past its last user */
+	enum table_state state;
+	uint32_t users;	       /* processes referencing it */
+	uint64_t last_used;    /* unwinder tick of the last reference */
+	uint32_t row_start, nr_rows;
+	uint64_t base;		     /* ELF address of row pc 0 */
+	struct sym_object *obj;	     /* reference held while building */
+	struct sym_unwind_table built; /* from the build thread, until uploaded */
+	int build_err;
+	uint64_t build_ns;
+	struct table *next_job; /* build queue / done list */
+	bool fresh;		/* just uploaded after waiting for room */
+};
+
+/* One executable mapping of a process, as published. */
+struct pmap {
+	uint64_t start, end;
+	uint64_t bias; /* runtime address - ELF address */
+	struct table *table;
+};
+
+struct process {
+	uint32_t tgid;
+	uint32_t exec_id;
+	uint64_t start_time;
+	uint32_t version;
+	uint32_t map_start, nr_published; /* extent in unwind_maps, nr 0: not published */
+	bool dirty;			  /* to publish */
+	struct pmap *maps;
+	size_t nr_maps;
+};
+
+struct unwinder {
+	struct unwinder_opts opts;
+	struct hashmap tables;	  /* key string -> struct table */
+	struct hashmap processes; /* tgid -> struct process */
+	struct extents rows, maps;
+	uint64_t tick;
+	uint32_t next_version;
+	struct unwinder_stats st;
+
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+	struct table *queue, **queue_tail; /* under lock */
+	struct table *done;		   /* under lock */
+	uint64_t building;		   /* tables queued or being built */
+};
+
+static uint64_t hash_key(const void *k)
+{
+	return hash_str(k);
+}
+
+static bool equal_key(const void *a, const void *b)
+{
+	return !strcmp(a, b);
+}
+
+static uint64_t hash_tgid(const void *k)
+{
+	return hash_u64((uintptr_t)k);
+}
+
+static bool equal_tgid(const void *a, const void *b)
+{
+	return a == b;
+}
+
+static void *build_thread(void *arg)
+{
+	struct unwinder *u = arg;
+
+	pthread_mutex_lock(&u->lock);
+	for (;;) {
+		struct table *t;
+		uint64_t t0;
+
+		while (!u->queue && !u->stop)
+			pthread_cond_wait(&u->cond, &u->lock);
+		if (u->stop)
+			break;
+		t = u->queue;
+		u->queue = t->next_job;
+		if (!u->queue)
+			u->queue_tail = &u->queue;
+		pthread_mutex_unlock(&u->lock);
+
+		t0 = now_mono_ns();
+		t->build_err = sym_object__unwind_table(t->obj, &t->built);
+		t->build_ns = now_mono_ns() - t0;
+
+		pthread_mutex_lock(&u->lock);
+		t->next_job = u->done;
+		u->done = t;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+struct unwinder *unwinder__new(const struct unwinder_opts *opts)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+	int err;
+
+	if (!u)
+		return NULL;
+	u->opts = *opts;
+	hashmap__init(&u->tables, hash_key, equal_key);
+	hashmap__init(&u->processes, hash_tgid, equal_tgid);
+	u->queue_tail = &u->queue;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	if (extents_init(&u->rows, opts->max_rows) || extents_init(&u->maps, opts->max_maps)) {
+		unwinder__free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = pthread_create(&u->thread, NULL, build_thread, u);
+	if (err) {
+		unwinder__free(u);
+		errno = err;
+		return NULL;
+	}
+	u->thread_started = true;
+	return u;
+}
+
+static void free_table(struct table *t)
+{
+	sym_unwind_table__fini(&t->built);
+	sym_object__put(t->obj);
+	free(t);
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	struct hashmap_entry *e;
+
+	if (!u)
+		return;
+	if (u->thread_started) {
+		pthread_mutex_lock(&u->lock);
+		u->stop = true;
+		pthread_cond_signal(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->thread, NULL);
+	}
+	/* Tables still queued or done are in the table map too. */
+	hashmap__for_each(&u->tables, e)
+		free_table(e->value);
+	hashmap__for_each(&u->processes, e) {
+		struct process *p = e->value;
+
+		free(p->maps);
+		free(p);
+	}
+	hashmap__fini(&u->tables);
+	hashmap__fini(&u->processes);
+	extents_fini(&u->rows);
+	extents_fini(&u->maps);
+	pthread_mutex_destroy(&u->lock);
+	pthread_cond_destroy(&u->cond);
+	free(u);
+}
+
+/* Write n values of value_size bytes at consecutive indexes of an ARRAY map. */
+static int upload(int fd, uint32_t start, const void *values, size_t value_size, uint32_t n)
+{
+	uint32_t keys[UPLOAD_CHUNK], done = 0;
+
+	while (done < n) {
+		uint32_t count = n - done < UPLOAD_CHUNK ? n - done : UPLOAD_CHUNK, i;
+
+		for (i = 0; i < count; i++)
+			keys[i] = start + done + i;
+		if (bpf_map_update_batch(fd, keys, (const char *)values + (size_t)done * value_size,
+					 &count, NULL)) {
+			/* Kernels without batch ops on arrays: one at a time. */
+			for (i = 0; i < count; i++)
+				if (bpf_map_update_elem(fd, &keys[i],
+							(const char *)values +
+								(size_t)(done + i) * value_size,
+							BPF_ANY))
+					return -errno;
+		}
+		done += count;
+	}
+	return 0;
+}
+
+/* Drop the least recently used table no process uses. Returns false if there is none. */
+static bool evict_one(struct unwinder *u)
+{
+	struct hashmap_entry *e;
+	struct table *victim = NULL;
+
+	hashmap__for_each(&u->tables, e) {
+		struct table *t = e->value;
+
+		if (t->state == TABLE_READY && !t->users &&
+		    (!victim || t->last_used < victim->last_used))
+			victim = t;
+	}
+	if (!victim)
+		return false;
+	hashmap__delete(&u->tables, victim->key);
+	extents_defer(&u->rows, victim->row_start, victim->nr_rows);
+	u->st.tables--;
+	u->st.rows -= victim->nr_rows;
+	u->st.tables_evicted++;
+	free_table(victim);
+	return true;
+}
+
+/* Put a built table into the row map. 0, -ENOSPC (waits for room) or -errno. */
+static int upload_table(struct unwinder *u, struct table *t)
+{
+	const struct sym_unwind_table *b = &t->built;
+	struct ignis_unwind_row *rows;
+	int64_t start;
+	size_t i;
+	int err;
+
+	if (b->nr_rows > IGNIS_MAX_UNWIND_ROWS || b->nr_rows > u->opts.max_rows ||
+	    b->rows[b->nr_rows - 1].pc - b->rows[0].pc > UINT32_MAX)
+		return -E2BIG;
+	while ((start = extents_alloc(&u->rows, (uint32_t)b->nr_rows)) < 0)
+		if (!evict_one(u))
+			return -ENOSPC;
+	rows = calloc(b->nr_rows, sizeof(*rows));
+	if (!rows) {
+		extents_release(&u->rows, (uint32_t)start, (uint32_t)b->nr_rows);
+		return -ENOMEM;
+	}
+	t->base = b->rows[0].pc;
+	for (i = 0; i < b->nr_rows; i++) {
+		const struct sym_unwind_row *r = &b->rows[i];
+
+		rows[i].pc = (uint32_t)(r->pc - t->base);
+		rows[i].cfa_off = r->cfa_off;
+		rows[i].cfa_type = r->cfa_rule;
+		rows[i].rbp_type = r->rbp_rule;
+		rows[i].rbp_off = (int16_t)(r->cfa_rule == SYM_CFA_PLT ? r->plt_threshold
+								       : r->rbp_off);
+	}
+	err = upload(u->opts.rows_fd, (uint32_t)start, rows, sizeof(*rows), (uint32_t)b->nr_rows);
+	free(rows);
+	if (err) {
+		extents_release(&u->rows, (uint32_t)start, (uint32_t)b->nr_rows);
+		return err;
+	}
+	t->row_start = (uint32_t)start;
+	t->nr_rows = (uint32_t)b->nr_rows;
+	t->state = TABLE_READY;
+	sym_unwind_table__fini(&t->built);
+	u->st.tables++;
+	u->st.rows += t->nr_rows;
+	return 0;
+}
+
+/* A built table (or its failure) arrived from the build thread. */
+static void table_built(struct unwinder *u, struct table *t)
+{
+	int err = t->build_err;
+
+	sym_object__put(t->obj);
+	t->obj = NULL;
+	u->st.build_ns += t->build_ns;
+	if (err == -ENODATA || (!err && !t->built.nr_rows)) {
+		u->st.tables_no_cfi++;
+		t->state = TABLE_NONE;
+		sym_unwind_table__fini(&t->built);
+		return;
+	}
+	if (err) {
+		u->st.table_errors++;
+		pr_debug("unwinder: no table for %s: %s", t->key, strerror(-err));
+		t->state = TABLE_NONE;
+		return;
+	}
+	u->st.tables_built++;
+	err = upload_table(u, t);
+	if (err == -ENOSPC) {
+		t->state = TABLE_WAITING;
+		return;
+	}
+	if (err) {
+		if (err == -E2BIG)
+			u->st.tables_no_room++;
+		else
+			pr_warn("unwinder: cannot upload the table of %s: %s", t->key,
+				strerror(-err));
+		t->state = TABLE_NONE;
+		sym_unwind_table__fini(&t->built);
+	}
+}
+
+static void table_put(struct unwinder *u, struct table *t)
+{
+	if (!t || --t->users)
+		return;
+	if (t->by_build_id && t->state == TABLE_READY)
+		return; /* cached for the next process of this build */
+	if (t->state == TABLE_BUILDING)
+		return; /* the build thread owns it until done; dropped in unwinder__poll */
+	hashmap__delete(&u->tables, t->key);
+	if (t->state == TABLE_READY) {
+		extents_defer(&u->rows, t->row_start, t->nr_rows);
+		u->st.tables--;
+		u->st.rows -= t->nr_rows;
+	}
+	free_table(t);
+}
+
+/* The table of an object: found, or created and queued for the build thread. */
+static struct table *table_get(struct unwinder *u, struct sym_object *obj)
+{
+	struct table *t, probe;
+	const uint8_t *id;
+
+	if (sym_object__build_id(obj, &id)) {
+		memcpy(probe.key, "b:", 2);
+		sym_object__build_id_hex(obj, probe.key + 2, sizeof(probe.key) - 2);
+	} else {
+		snprintf(probe.key, sizeof(probe.key), "o:%p", (void *)obj);
+	}
+	t = hashmap__find(&u->tables, probe.key);
+	if (t) {
+		t->users++;
+		t->last_used = u->tick;
+		return t;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	memcpy(t->key, probe.key, sizeof(t->key));
+	t->by_build_id = probe.key[0] == 'b';
+	t->users = 1;
+	t->last_used = u->tick;
+	t->state = TABLE_BUILDING;
+	t->obj = sym_object__get(obj);
+	if (hashmap__insert(&u->tables, t->key, t)) {
+		sym_object__put(t->obj);
+		free(t);
+		return NULL;
+	}
+	pthread_mutex_lock(&u->lock);
+	*u->queue_tail = t;
+	u->queue_tail = &t->next_job;
+	u->building++;
+	pthread_cond_signal(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	return t;
+}
+
+static void unpublish(struct unwinder *u, struct process *p)
+{
+	uint32_t key = p->tgid;
+
+	if (!p->nr_published)
+		return;
+	if (bpf_map_delete_elem(u->opts.procs_fd, &key) && errno != ENOENT)
+		pr_debug("unwinder: pid %u: cannot remove: %s", p->tgid, strerror(errno));
+	extents_defer(&u->maps, p->map_start, p->nr_published);
+	p->nr_published = 0;
+	u->st.processes--;
+}
+
+/* Write a process's mappings whose tables are ready, and then its entry. */
+static void publish(struct unwinder *u, struct process *p)
+{
+	struct ignis_unwind_mapping *ms;
+	struct ignis_unwind_proc entry = { 0 };
+	uint32_t n = 0, key = p->tgid, old_start = p->map_start, old_nr = p->nr_published;
+	int64_t start;
+	size_t i;
+
+	p->dirty = false;
+	ms = calloc(p->nr_maps ? p->nr_maps : 1, sizeof(*ms));
+	if (!ms) {
+		p->dirty = true;
+		return;
+	}
+	p->version = ++u->next_version;
+	for (i = 0; i < p->nr_maps && n < IGNIS_MAX_UNWIND_MAPS; i++) {
+		const struct pmap *m = &p->maps[i];
+
+		if (!m->table || m->table->state != TABLE_READY)
+			continue;
+		ms[n++] = (struct ignis_unwind_mapping){
+			.start = m->start,
+			.end = m->end,
+			.base = m->bias + m->table->base,
+			.row_start = m->table->row_start,
+			.nr_rows = m->table->nr_rows,
+			.tgid = p->tgid,
+			.version = p->version,
+		};
+	}
+	if (!n) {
+		/* Nothing to unwind with tables: frame pointers (bpf_get_stack) do it. */
+		unpublish(u, p);
+		free(ms);
+		return;
+	}
+	start = extents_alloc(&u->maps, n);
+	if (start < 0 || upload(u->opts.maps_fd, (uint32_t)start, ms, sizeof(*ms), n)) {
+		if (start >= 0)
+			extents_release(&u->maps, (uint32_t)start, n);
+		u->st.processes_no_room++;
+		unpublish(u, p);
+		free(ms);
+		return;
+	}
+	free(ms);
+	entry = (struct ignis_unwind_proc){
+		.tgid = p->tgid,
+		.version = p->version,
+		.map_start = (uint32_t)start,
+		.nr_maps = n,
+		.start_time = p->start_time,
+		.exec_id = p->exec_id,
+	};
+	if (bpf_map_update_elem(u->opts.procs_fd, &key, &entry, BPF_ANY)) {
+		u->st.processes_no_room++;
+		extents_release(&u->maps, (uint32_t)start, n);
+		unpublish(u, p);
+		return;
+	}
+	if (old_nr)
+		extents_defer(&u->maps, old_start, old_nr);
+	else
+		u->st.processes++;
+	p->map_start = (uint32_t)start;
+	p->nr_published = n;
+	u->st.processes_published++;
+}
+
+static bool ready_to_publish(const struct process *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].table && p->maps[i].table->state == TABLE_BUILDING)
+			return false;
+	return true;
+}
+
+static void drop_maps(struct unwinder *u, struct process *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_maps; i++)
+		table_put(u, p->maps[i].table);
+	free(p->maps);
+	p->maps = NULL;
+	p->nr_maps = 0;
+}
+
+static void remove_process(struct unwinder *u, struct process *p)
+{
+	unpublish(u, p);
+	drop_maps(u, p);
+	hashmap__delete(&u->processes, (void *)(uintptr_t)p->tgid);
+	free(p);
+}
+
+int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
+{
+	struct process *p = hashmap__find(&u->processes, (void *)(uintptr_t)img->id.tgid);
+	struct pmap *maps;
+	size_t i, n = 0;
+	int err;
+
+	u->tick++;
+	maps = calloc(img->nr_maps ? img->nr_maps : 1, sizeof(*maps));
+	if (!maps)
+		return -ENOMEM;
+	for (i = 0; i < img->nr_maps; i++) {
+		const struct proc_mapping *m = &img->maps[i];
+		uint64_t vaddr;
+
+		if (m->stale_window != UINT64_MAX || !m->object)
+			continue;
+		if (sym_object__vaddr(m->object, m->offset, &vaddr))
+			continue;
+		maps[n] = (struct pmap){ .start = m->start, .end = m->end, .bias = m->start - vaddr };
+		maps[n].table = table_get(u, m->object);
+		if (!maps[n].table) {
+			while (n--)
+				table_put(u, maps[n].table);
+			free(maps);
+			return -ENOMEM;
+		}
+		n++;
+	}
+	if (p && (p->start_time != img->id.start_time || p->exec_id != img->id.exec_id)) {
+		remove_process(u, p); /* another image under this tgid */
+		p = NULL;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			err = -ENOMEM;
+			goto err_maps;
+		}
+		p->tgid = img->id.tgid;
+		p->start_time = img->id.start_time;
+		p->exec_id = img->id.exec_id;
+		err = hashmap__insert(&u->processes, (void *)(uintptr_t)p->tgid, p);
+		if (err) {
+			free(p);
+			goto err_maps;
+		}
+	}
+	drop_maps(u, p);
+	p->maps = maps;
+	p->nr_maps = n;
+	p->dirty = true;
+	if (ready_to_publish(p))
+		publish(u, p);
+	return 0;
+
+err_maps:
+	for (i = 0; i < n; i++)
+		table_put(u, maps[i].table);
+	free(maps);
+	return err;
+}
+
+void unwinder__remove_process(struct unwinder *u, uint32_t tgid)
+{
+	struct process *p = hashmap__find(&u->processes, (void *)(uintptr_t)tgid);
+
+	if (p)
+		remove_process(u, p);
+}
+
+void unwinder__reconcile(struct unwinder *u,
+			 bool (*known)(void *ctx, uint32_t tgid, uint64_t start_time,
+				       uint32_t exec_id),
+			 void *ctx)
+{
+	struct hashmap_entry *e;
+	struct process **gone = NULL;
+	size_t n = 0, cap = 0, i;
+
+	hashmap__for_each(&u->processes, e) {
+		struct process *p = e->value;
+
+		if (known(ctx, p->tgid, p->start_time, p->exec_id))
+			continue;
+		if (n == cap) {
+			struct process **g = reallocarray(gone, cap ? 2 * cap : 16, sizeof(*g));
+
+			if (!g)
+				break;
+			gone = g;
+			cap = cap ? 2 * cap : 16;
+		}
+		gone[n++] = p;
+	}
+	for (i = 0; i < n; i++)
+		remove_process(u, gone[i]);
+	free(gone);
+}
+
+void unwinder__poll(struct unwinder *u)
+{
+	struct hashmap_entry *e;
+	struct table *done, *next;
+	bool any = false;
+
+	pthread_mutex_lock(&u->lock);
+	done = u->done;
+	u->done = NULL;
+	pthread_mutex_unlock(&u->lock);
+	for (; done; done = next) {
+		next = done->next_job;
+		done->next_job = NULL;
+		u->building--;
+		if (!done->users) {
+			/* Every process that wanted it went meanwhile. */
+			hashmap__delete(&u->tables, done->key);
+			free_table(done);
+			continue;
+		}
+		table_built(u, done);
+		any = true;
+	}
+	if (!any)
+		return;
+	hashmap__for_each(&u->processes, e) {
+		struct process *p = e->value;
+
+		if (p->dirty && ready_to_publish(p))
+			publish(u, p);
+	}
+}
+
+bool unwinder__busy(const struct unwinder *u)
+{
+	return u->building > 0;
+}
+
+void unwinder__grace_period(struct unwinder *u)
+{
+	struct hashmap_entry *e;
+	bool any = false;
+
+	extents_grace_period(&u->rows);
+	extents_grace_period(&u->maps);
+	/* Room may have come free for tables that waited for it. */
+	hashmap__for_each(&u->tables, e) {
+		struct table *t = e->value;
+		int err;
+
+		if (t->state != TABLE_WAITING)
+			continue;
+		err = upload_table(u, t);
+		if (err == -ENOSPC)
+			continue;
+		if (err) {
+			t->state = TABLE_NONE;
+			sym_unwind_table__fini(&t->built);
+			continue;
+		}
+		t->fresh = true;
+		any = true;
+	}
+	if (!any)
+		return;
+	hashmap__for_each(&u->processes, e) {
+		struct process *p = e->value;
+		size_t i;
+
+		for (i = 0; i < p->nr_maps; i++)
+			if (p->maps[i].table && p->maps[i].table->fresh)
+				p->dirty = true;
+		if (p->dirty && ready_to_publish(p))
+			publish(u, p);
+	}
+	hashmap__for_each(&u->tables, e)
+		((struct table *)e->value)->fresh = false;
+}
+
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats)
+{
+	struct hashmap_entry *e;
+
+	*stats = u->st;
+	stats->pending = 0;
+	hashmap__for_each(&u->processes, e)
+		stats->pending += ((struct process *)e->value)->dirty;
+}

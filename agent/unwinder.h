@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The table unwinder's userspace half: builds each object's unwind table (from .eh_frame,
+ * symbolizer/unwind.c) on a thread of its own, uploads it into the BPF row map once per
+ * build ID, and publishes each process's executable mappings with their tables. The layout
+ * of the maps and the update protocol are described in bpf/profiler.h.
+ *
+ * Tables live in the row map itself, which is the cache: a table no process uses stays
+ * there until its space is needed (least recently used first). Extents that a published
+ * entry stopped pointing to are reused only after unwinder__grace_period() — called after
+ * the generation flip, whose RCU grace period guarantees that no program still reads them.
+ *
+ * Everything but the build thread runs on the caller's (main) thread.
+ */
+#ifndef IGNIS_UNWINDER_H
+#define IGNIS_UNWINDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct proc_image;
+struct unwinder;
+
+struct unwinder_opts {
+	int rows_fd;	    /* unwind_rows, unwind_maps, unwind_procs (borrowed) */
+	int maps_fd;
+	int procs_fd;
+	uint32_t max_rows;  /* entries of each map */
+	uint32_t max_maps;
+	uint32_t max_procs;
+};
+
+/* Counters since unwinder__new(), and what is held now. */
+struct unwinder_stats {
+	uint64_t tables_built;	   /* tables built from CFI */
+	uint64_t table_errors;	   /* objects whose CFI could not be read (no table: fp) */
+	uint64_t tables_no_cfi;	   /* objects with no CFI at all */
+	uint64_t tables_evicted;   /* unused tables dropped to make room */
+	uint64_t tables_no_room;   /* tables that did not fit in the row map even after
+				    * eviction (their frames are walked with frame pointers) */
+	uint64_t build_ns;	   /* time spent building tables, ns */
+	uint64_t processes_published; /* process mapping sets written */
+	uint64_t processes_no_room;   /* not published: the mapping map or process map was full */
+	uint64_t tables;	   /* tables in the row map now */
+	uint64_t rows;		   /* rows they hold */
+	uint64_t processes;	   /* processes published now */
+	uint64_t pending;	   /* processes waiting for a table being built */
+};
+
+/* Returns NULL with errno set (ENOMEM, or the thread's error). */
+struct unwinder *unwinder__new(const struct unwinder_opts *opts);
+/* Stops the build thread (waiting for the table it builds) and frees everything. */
+void unwinder__free(struct unwinder *u);
+
+/*
+ * (Re)publish a captured process image's executable mappings: tables already built are
+ * used at once; missing ones are queued for the build thread and the image is published
+ * when they are done (unwinder__poll). The image is read now and not kept. Returns 0 or
+ * -errno (-ENOMEM; a full map is counted, not an error).
+ */
+int unwinder__add_process(struct unwinder *u, const struct proc_image *img);
+
+/* Unpublish a process (exit, execve). Unknown tgids are fine. */
+void unwinder__remove_process(struct unwinder *u, uint32_t tgid);
+
+/* Unpublish every process for which known() is false (its exit was missed). */
+void unwinder__reconcile(struct unwinder *u,
+			 bool (*known)(void *ctx, uint32_t tgid, uint64_t start_time,
+				       uint32_t exec_id),
+			 void *ctx);
+
+/* Take finished tables from the build thread and publish the processes waiting for them. */
+void unwinder__poll(struct unwinder *u);
+
+/* True while tables are being built for waiting processes: poll again soon. */
+bool unwinder__busy(const struct unwinder *u);
+
+/* Called after a generation flip: extents freed before it may be reused. */
+void unwinder__grace_period(struct unwinder *u);
+
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats);
+
+#endif /* IGNIS_UNWINDER_H */

@@ -1,0 +1,628 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unwind tables from call frame information, x86_64.
+ *
+ * The CFI of an object (.eh_frame, Linux Standard Base Core §10.6 "Exception Frames"; or
+ * .debug_frame, DWARF 5 §6.4) describes, for every instruction, how to find the caller's
+ * frame: the Canonical Frame Address (CFA) as a register plus an offset, and where the
+ * caller's registers were saved. A BPF program cannot run the CFI's instructions, so this
+ * file runs them once per object and keeps the result as a sorted table of rows, each valid
+ * from its pc to the next row's:
+ *
+ *   CFA     = rsp + off | rbp + off | the PLT expression | outermost frame | no CFI | other
+ *   rbp     = unchanged | saved at CFA + off | unknown
+ *   the return address is at CFA - 8 (checked: a row that says otherwise is "other")
+ *
+ * The FDEs are enumerated with dwarf_next_cfi(); each FDE's rows come from libdw's CFI
+ * interpreter (dwarf_cfi_addrframe() at the FDE's start, then at the end of each row the
+ * interpreter reports), which also applies the ABI's initial rules. A pc covered by no FDE
+ * gets a "no CFI" row, so the unwinder can tell code without CFI (hand-written assembly,
+ * JIT code) from code it knows. Consecutive rows with the same rules are merged.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolizer_internal.h"
+
+/* DWARF register numbers of the x86_64 psABI (§3.6.2, "DWARF Register Number Mapping"). */
+#define X86_64_RBP 6
+#define X86_64_RSP 7
+#define X86_64_RA  16
+
+/* Caps on hostile input: FDEs and rows beyond these are not read (the rest of the object
+ * then has no rows, as if it had no CFI there). */
+#define MAX_FDES	(4U << 20)
+#define MAX_ROWS	(16U << 20)
+#define MAX_CIES	65536
+#define MAX_FDE_ROWS	65536 /* rows of one FDE */
+
+/* DW_EH_PE_* pointer encodings (LSB Core §10.5.1). */
+#define DW_EH_PE_omit	  0xff
+#define DW_EH_PE_absptr	  0x00
+#define DW_EH_PE_uleb128  0x01
+#define DW_EH_PE_udata2	  0x02
+#define DW_EH_PE_udata4	  0x03
+#define DW_EH_PE_udata8	  0x04
+#define DW_EH_PE_sleb128  0x09
+#define DW_EH_PE_sdata2	  0x0a
+#define DW_EH_PE_sdata4	  0x0b
+#define DW_EH_PE_sdata8	  0x0c
+#define DW_EH_PE_pcrel	  0x10
+#define DW_EH_PE_indirect 0x80
+
+struct cie_enc {
+	Dwarf_Off offset;
+	uint8_t enc; /* DW_EH_PE_* of the FDEs' initial_location and address_range */
+	bool ok;     /* the augmentation was understood */
+};
+
+struct builder {
+	struct sym_unwind_table *t;
+	Dwarf_CFI *cfi;
+	const Elf_Data *data; /* the section's bytes */
+	uint64_t sh_addr;     /* the section's address, base of pc-relative pointers */
+	bool eh_frame;
+	struct cie_enc *cies;
+	size_t nr_cies, cap_cies;
+	size_t cap_rows;
+};
+
+static int read_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	unsigned int shift = 0;
+
+	*v = 0;
+	while (*p < end) {
+		uint8_t b = *(*p)++;
+
+		if (shift < 64)
+			*v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -EINVAL;
+}
+
+static int read_sleb(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+	unsigned int shift = 0;
+	uint64_t u = 0;
+	uint8_t b = 0;
+
+	while (*p < end) {
+		b = *(*p)++;
+		if (shift < 64)
+			u |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80)) {
+			if (shift < 64 && (b & 0x40))
+				u |= ~0ULL << shift;
+			*v = (int64_t)u;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/*
+ * Read one DW_EH_PE-encoded value at *p (advanced past it). With apply, pc-relative values get
+ * the address of their field added (the initial location); the address range is a plain
+ * length. Returns 0, or -EINVAL for an encoding this reader does not know (indirect,
+ * datarel and the like: no x86_64 compiler emits them in an FDE) or a value past end.
+ */
+static int read_encoded(const struct builder *b, const uint8_t **p, const uint8_t *end,
+			uint8_t enc, bool apply, uint64_t *v)
+{
+	const uint8_t *field = *p;
+	uint64_t u = 0;
+	int64_t s;
+	size_t size = 0;
+
+	if (enc == DW_EH_PE_omit || (enc & DW_EH_PE_indirect))
+		return -EINVAL;
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		size = 8;
+		break;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		size = 4;
+		break;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		size = 2;
+		break;
+	case DW_EH_PE_uleb128:
+		if (read_uleb(p, end, &u))
+			return -EINVAL;
+		break;
+	case DW_EH_PE_sleb128:
+		if (read_sleb(p, end, &s))
+			return -EINVAL;
+		u = (uint64_t)s;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (size) {
+		if ((size_t)(end - *p) < size)
+			return -EINVAL;
+		/* Little-endian: the only byte order of x86_64. */
+		for (size_t i = 0; i < size; i++)
+			u |= (uint64_t)(*p)[i] << (8 * i);
+		*p += size;
+		if ((enc & 0x08) && size < 8 && (u >> (8 * size - 1)) & 1) /* sdataN */
+			u |= ~0ULL << (8 * size);
+	}
+	switch (enc & 0x70) {
+	case 0:
+		break;
+	case DW_EH_PE_pcrel:
+		if (apply)
+			u += b->sh_addr + (uint64_t)(field - (const uint8_t *)b->data->d_buf);
+		break;
+	default:
+		return -EINVAL;
+	}
+	*v = u;
+	return 0;
+}
+
+/* The FDE pointer encoding a CIE's augmentation sets ('R'); absptr when it sets none. */
+static int remember_cie(struct builder *b, Dwarf_Off offset, const Dwarf_CIE *cie)
+{
+	struct cie_enc ce = { .offset = offset, .enc = DW_EH_PE_absptr, .ok = true };
+	const char *aug = cie->augmentation;
+	int err;
+
+	if (b->eh_frame && aug && aug[0] == 'z') {
+		const uint8_t *p = cie->augmentation_data;
+		const uint8_t *end = p ? p + cie->augmentation_data_size : NULL;
+
+		for (aug++; *aug && ce.ok; aug++) {
+			uint64_t ignored;
+
+			switch (*aug) {
+			case 'L': /* LSDA encoding */
+				ce.ok = p && p < end;
+				if (ce.ok)
+					p++;
+				break;
+			case 'P': /* personality encoding + pointer */
+				ce.ok = p && p < end;
+				if (ce.ok) {
+					uint8_t enc = *p++;
+
+					ce.ok = !read_encoded(b, &p, end, enc & ~DW_EH_PE_indirect,
+							      false, &ignored);
+				}
+				break;
+			case 'R':
+				ce.ok = p && p < end;
+				if (ce.ok)
+					ce.enc = *p++;
+				break;
+			case 'S': /* signal frame */
+			case 'B': /* AArch64 BTI */
+				break;
+			default:
+				ce.ok = false;
+			}
+		}
+	} else if (b->eh_frame && aug && aug[0]) {
+		ce.ok = false; /* the pre-'z' "eh" augmentation: not produced for x86_64 */
+	}
+	if (b->nr_cies >= MAX_CIES)
+		return -E2BIG;
+	err = sym_grow((void **)&b->cies, &b->cap_cies, b->nr_cies + 1, sizeof(*b->cies));
+	if (err)
+		return err;
+	b->cies[b->nr_cies++] = ce;
+	return 0;
+}
+
+static const struct cie_enc *find_cie(const struct builder *b, Dwarf_Off offset)
+{
+	size_t lo = 0, hi = b->nr_cies;
+
+	/* CIEs are remembered in section order, so by offset. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->cies[mid].offset < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < b->nr_cies && b->cies[lo].offset == offset ? &b->cies[lo] : NULL;
+}
+
+static int push_row(struct builder *b, const struct sym_unwind_row *row)
+{
+	struct sym_unwind_table *t = b->t;
+	int err;
+
+	if (t->nr_rows >= MAX_ROWS)
+		return -E2BIG;
+	err = sym_grow((void **)&t->rows, &b->cap_rows, t->nr_rows + 1, sizeof(*t->rows));
+	if (err)
+		return err;
+	t->rows[t->nr_rows++] = *row;
+	return 0;
+}
+
+static bool op_is(const Dwarf_Op *op, uint8_t atom, Dwarf_Word number)
+{
+	return op->atom == atom && op->number == number;
+}
+
+/*
+ * The CFA expression of the lazy-binding PLT (binutils' elf_x86_64_eh_frame_plt):
+ *   DW_OP_breg7 (rsp) N; DW_OP_breg16 (rip) 0; DW_OP_lit15; DW_OP_and; DW_OP_litK; DW_OP_ge;
+ *   DW_OP_lit3; DW_OP_shl; DW_OP_plus
+ * i.e. CFA = rsp + N + ((rip & 15) >= K ? 8 : 0): the stub pushes one word at offset K.
+ */
+static bool is_plt_expression(const Dwarf_Op *ops, size_t nops, int32_t *off, uint8_t *threshold)
+{
+	if (nops != 9 || ops[0].atom != DW_OP_breg7 || !op_is(&ops[1], DW_OP_breg16, 0) ||
+	    ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and || ops[4].atom < DW_OP_lit0 ||
+	    ops[4].atom > DW_OP_lit15 || ops[5].atom != DW_OP_ge || ops[6].atom != DW_OP_lit3 ||
+	    ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
+		return false;
+	if ((int64_t)ops[0].number < INT32_MIN || (int64_t)ops[0].number > INT32_MAX)
+		return false;
+	*off = (int32_t)(int64_t)ops[0].number;
+	*threshold = (uint8_t)(ops[4].atom - DW_OP_lit0);
+	return true;
+}
+
+/* The CFA rule of a frame state, as a row. */
+static void classify_cfa(Dwarf_Frame *f, struct sym_unwind_row *row)
+{
+	Dwarf_Op *ops;
+	size_t nops;
+	int64_t reg, off;
+
+	row->cfa_rule = SYM_CFA_UNSUPPORTED;
+	if (dwarf_frame_cfa(f, &ops, &nops) || !nops)
+		return;
+	if (is_plt_expression(ops, nops, &row->cfa_off, &row->plt_threshold)) {
+		row->cfa_rule = SYM_CFA_PLT;
+		return;
+	}
+	if (nops != 1)
+		return;
+	if (ops[0].atom == DW_OP_bregx) { /* libdw's form of DW_CFA_def_cfa */
+		reg = (int64_t)ops[0].number;
+		off = (int64_t)ops[0].number2;
+	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		reg = ops[0].atom - DW_OP_breg0;
+		off = (int64_t)ops[0].number;
+	} else {
+		return;
+	}
+	if (off < INT32_MIN || off > INT32_MAX)
+		return;
+	row->cfa_off = (int32_t)off;
+	if (reg == X86_64_RSP)
+		row->cfa_rule = SYM_CFA_RSP;
+	else if (reg == X86_64_RBP)
+		row->cfa_rule = SYM_CFA_RBP;
+}
+
+/*
+ * Where a register of the caller was saved: 1 with *off when at CFA + off, 0 when unchanged
+ * (same value), -1 when undefined or held in a way the unwinder does not follow.
+ */
+static int saved_at(Dwarf_Frame *f, int regno, int32_t *off)
+{
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 0;
+
+	if (dwarf_frame_register(f, regno, mem, &ops, &nops))
+		return -1;
+	if (!nops)
+		return ops ? -1 : 0; /* undefined : same value */
+	if (ops[0].atom != DW_OP_call_frame_cfa)
+		return -1;
+	if (nops == 1) {
+		*off = 0;
+		return 1;
+	}
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		int64_t v = (int64_t)ops[1].number; /* libdw stores a signed offset here */
+
+		if (v < INT32_MIN || v > INT32_MAX)
+			return -1;
+		*off = (int32_t)v;
+		return 1;
+	}
+	return -1;
+}
+
+/* The row of the frame state f. */
+static void classify(Dwarf_Frame *f, struct sym_unwind_row *row)
+{
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 0;
+	int32_t off = 0;
+	int r;
+
+	/* An undefined return address marks the outermost frame (_start, a new thread). */
+	if (!dwarf_frame_register(f, X86_64_RA, mem, &ops, &nops) && !nops && ops) {
+		row->cfa_rule = SYM_CFA_OUTERMOST;
+		return;
+	}
+	classify_cfa(f, row);
+	if (row->cfa_rule == SYM_CFA_UNSUPPORTED)
+		return;
+	if (saved_at(f, X86_64_RA, &off) != 1 || off != -8) {
+		row->cfa_rule = SYM_CFA_UNSUPPORTED;
+		row->cfa_off = 0;
+		return;
+	}
+	r = saved_at(f, X86_64_RBP, &off);
+	if (r == 1 && off >= INT16_MIN && off <= INT16_MAX) {
+		row->rbp_rule = SYM_RBP_AT_CFA;
+		row->rbp_off = off;
+	} else if (r == 0) {
+		row->rbp_rule = SYM_RBP_SAME;
+	} else {
+		row->rbp_rule = SYM_RBP_UNDEFINED;
+	}
+}
+
+/* The rows of one FDE covering [lo, hi), then a "no CFI" row at hi. */
+static int add_fde(struct builder *b, uint64_t lo, uint64_t hi)
+{
+	struct sym_unwind_row end = { .pc = hi, .cfa_rule = SYM_CFA_NONE };
+	uint64_t addr = lo;
+	unsigned int n;
+	int err;
+
+	for (n = 0; addr < hi && n < MAX_FDE_ROWS; n++) {
+		struct sym_unwind_row row = { .pc = addr };
+		Dwarf_Frame *f = NULL;
+		Dwarf_Addr start, stop;
+		bool signal;
+
+		if (dwarf_cfi_addrframe(b->cfi, addr, &f) || !f) {
+			b->t->fde_errors++;
+			break;
+		}
+		if (dwarf_frame_info(f, &start, &stop, &signal) < 0 || stop <= addr) {
+			free(f);
+			b->t->fde_errors++;
+			break;
+		}
+		classify(f, &row);
+		/* A signal trampoline's CFA is read from the signal frame (an expression the
+		 * unwinder does not follow): stop there rather than guess. */
+		if (signal)
+			row.cfa_rule = SYM_CFA_UNSUPPORTED;
+		free(f);
+		err = push_row(b, &row);
+		if (err)
+			return err;
+		addr = stop;
+	}
+	/* What could not be read keeps no rule: from addr on, as if there were no CFI. */
+	if (addr < hi) {
+		end.pc = addr;
+		err = push_row(b, &end);
+		if (err)
+			return err;
+		end.pc = hi;
+	}
+	return push_row(b, &end);
+}
+
+static int walk_fdes(struct builder *b, Elf *elf)
+{
+	Dwarf_Off off = 0, next;
+	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+	Elf_Data *data = (Elf_Data *)b->data;
+	int err;
+
+	if (!ident)
+		return -EINVAL;
+	for (;;) {
+		Dwarf_CFI_Entry e;
+		const struct cie_enc *cie;
+		const uint8_t *p, *end;
+		uint64_t lo, len;
+		int r = dwarf_next_cfi(ident, data, b->eh_frame, off, &next, &e);
+
+		if (r > 0)
+			break; /* the end */
+		if (r < 0 || next <= off)
+			return b->t->fdes ? 0 : -EINVAL; /* keep what was read */
+		if (dwarf_cfi_cie_p(&e)) {
+			err = remember_cie(b, off, &e.cie);
+			if (err)
+				return err;
+			off = next;
+			continue;
+		}
+		off = next;
+		if (b->t->fdes >= MAX_FDES)
+			return -E2BIG;
+		b->t->fdes++;
+		cie = find_cie(b, e.fde.CIE_pointer);
+		p = e.fde.start;
+		end = e.fde.end;
+		if (!cie || !cie->ok) {
+			b->t->fde_errors++;
+			continue;
+		}
+		if (b->eh_frame) {
+			if (read_encoded(b, &p, end, cie->enc, true, &lo) ||
+			    read_encoded(b, &p, end, cie->enc & 0x0f, false, &len)) {
+				b->t->fde_errors++;
+				continue;
+			}
+		} else {
+			if (end - p < 16) {
+				b->t->fde_errors++;
+				continue;
+			}
+			memcpy(&lo, p, 8);
+			memcpy(&len, p + 8, 8);
+		}
+		if (!len || lo + len < lo)
+			continue; /* empty (a discarded function's leftover) or wrapping */
+		err = add_fde(b, lo, lo + len);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct sym_unwind_row *x = a, *y = b;
+
+	if (x->pc != y->pc)
+		return x->pc < y->pc ? -1 : 1;
+	/* At one pc, a rule beats the "no CFI" end of the FDE before it. */
+	return (x->cfa_rule == SYM_CFA_NONE) - (y->cfa_rule == SYM_CFA_NONE);
+}
+
+static bool same_rule(const struct sym_unwind_row *a, const struct sym_unwind_row *b)
+{
+	return a->cfa_rule == b->cfa_rule && a->cfa_off == b->cfa_off &&
+	       a->rbp_rule == b->rbp_rule && a->rbp_off == b->rbp_off &&
+	       a->plt_threshold == b->plt_threshold;
+}
+
+/* Sort, keep one row per pc, merge neighbours with the same rule. */
+static void compact(struct sym_unwind_table *t)
+{
+	uint64_t last_pc = 0;
+	size_t i, n = 0;
+
+	if (!t->nr_rows)
+		return;
+	qsort(t->rows, t->nr_rows, sizeof(t->rows[0]), cmp_row);
+	for (i = 0; i < t->nr_rows; i++) {
+		const struct sym_unwind_row *r = &t->rows[i];
+
+		if (i && r->pc == last_pc)
+			continue; /* the first at a pc wins (see cmp_row) */
+		last_pc = r->pc;
+		if (n && same_rule(&t->rows[n - 1], r))
+			continue;
+		if (!n && r->cfa_rule == SYM_CFA_NONE)
+			continue; /* nothing before the first rule needs saying */
+		t->rows[n++] = *r;
+	}
+	t->nr_rows = n;
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *want, GElf_Shdr *shdr)
+{
+	Elf_Scn *scn = NULL;
+	const char *name;
+
+	while (sym_next_section(elf, &scn, shdr, &name))
+		if (!strcmp(name, want))
+			return scn;
+	return NULL;
+}
+
+static int build(Elf *elf, struct sym_unwind_table *t)
+{
+	struct builder b = { .t = t };
+	GElf_Ehdr ehdr;
+	GElf_Shdr shdr;
+	Elf_Scn *scn;
+	Dwarf *dw = NULL;
+	int err;
+
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+		return -EINVAL;
+	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64 ||
+	    ehdr.e_ident[EI_DATA] != ELFDATA2LSB)
+		return -ENOTSUP;
+	scn = find_section(elf, ".eh_frame", &shdr);
+	if (scn && shdr.sh_size) {
+		b.eh_frame = true;
+		b.cfi = dwarf_getcfi_elf(elf);
+	} else {
+		/* .debug_frame only (some static or hand-built objects). */
+		scn = find_section(elf, ".debug_frame", &shdr);
+		if (!scn || !shdr.sh_size)
+			return -ENODATA;
+		if (shdr.sh_flags & SHF_COMPRESSED)
+			return -ENOTSUP;
+		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+		b.cfi = dw ? dwarf_getcfi(dw) : NULL;
+		t->debug_frame = true;
+	}
+	if (!b.cfi) {
+		err = -ENODATA;
+		goto out;
+	}
+	b.data = elf_getdata(scn, NULL);
+	if (!b.data || !b.data->d_buf || b.data->d_size != shdr.sh_size) {
+		err = -EINVAL;
+		goto out;
+	}
+	b.sh_addr = shdr.sh_addr;
+	t->cfi_bytes = shdr.sh_size;
+	err = walk_fdes(&b, elf);
+	if (!err)
+		compact(t);
+out:
+	if (b.cfi && b.eh_frame)
+		dwarf_cfi_end(b.cfi);
+	if (dw)
+		dwarf_end(dw);
+	free(b.cies);
+	if (err)
+		sym_unwind_table__fini(t);
+	return err;
+}
+
+int sym_unwind_table__build(int fd, const void *image, size_t size, struct sym_unwind_table *t)
+{
+	Elf *elf;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	/* The image is only read: libelf's ELF_C_READ never writes through the pointer. */
+	elf = image ? elf_memory((char *)(uintptr_t)image, size) : elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return -EINVAL;
+	err = build(elf, t);
+	elf_end(elf);
+	return err;
+}
+
+int sym_object__unwind_table(const struct sym_object *o, struct sym_unwind_table *t)
+{
+	return sym_unwind_table__build(o->fd, o->image, o->image_size, t);
+}
+
+void sym_unwind_table__fini(struct sym_unwind_table *t)
+{
+	free(t->rows);
+	t->rows = NULL;
+	t->nr_rows = 0;
+}
+
+const struct sym_unwind_row *sym_unwind_table__find(const struct sym_unwind_table *t, uint64_t pc)
+{
+	size_t n = sym_upper_bound(t->rows, t->nr_rows, sizeof(t->rows[0]), pc);
+
+	return n ? &t->rows[n - 1] : NULL;
+}

@@ -150,6 +150,8 @@ struct uw_state {
 	__u32 nr_maps;
 	__u32 gen;	      /* the generation ignis_sample read */
 	__u32 bp_valid;	      /* 0: rbp is unknown (a row said it was clobbered) */
+	__u32 exact;	      /* pc is an interrupted instruction, not a return address */
+	__u32 pad;
 	struct ignis_sample_key key;
 };
 
@@ -434,6 +436,7 @@ static __always_inline int step_frame_pointer(struct uw_state *uw)
 	uw->sp = uw->bp + 16;
 	uw->bp = frame[0];
 	uw->pc = frame[1];
+	uw->exact = 0;
 	return uw->pc ? STEP_CONTINUE : STEP_END;
 }
 
@@ -446,7 +449,8 @@ static __always_inline int step(struct uw_state *uw, bool first)
 {
 	struct ignis_unwind_mapping *m;
 	struct ignis_unwind_row *row;
-	__u64 pc = first ? uw->pc : uw->pc - 1, cfa, rel, ra;
+	__u64 pc = first || uw->exact ? uw->pc : uw->pc - 1, cfa, rel, ra;
+	__u64 sigregs[7]; /* rbp .. rip of the signal frame's struct sigcontext */
 	__u32 idx;
 	__s64 off;
 	int mi, ri;
@@ -493,6 +497,18 @@ static __always_inline int step(struct uw_state *uw, bool first)
 		break;
 	case UNWIND_CFA_OUTERMOST:
 		return STEP_COMPLETE;
+	case UNWIND_CFA_SIGNAL:
+		/* sigcontext from rbp (rsp + 120) to rip (rsp + 168). */
+		if (bpf_probe_read_user(sigregs, sizeof(sigregs), (void *)(uw->sp + 120))) {
+			stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+			return STEP_TRUNCATED;
+		}
+		uw->bp = sigregs[0];
+		uw->bp_valid = 1;
+		uw->sp = sigregs[5];
+		uw->pc = sigregs[6];
+		uw->exact = 1;
+		return uw->pc ? STEP_CONTINUE : STEP_END;
 	default:
 		stat_inc(uw->gen, STAT_UNWIND_UNSUPPORTED);
 		return STEP_TRUNCATED;
@@ -512,6 +528,7 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	}
 	uw->sp = cfa;
 	uw->pc = ra;
+	uw->exact = 0;
 	return ra ? STEP_CONTINUE : STEP_END;
 }
 
@@ -631,6 +648,7 @@ static __always_inline int start_unwind(struct bpf_perf_event_data *ctx, __u32 g
 	}
 	uw->gen = g;
 	uw->bp_valid = 1;
+	uw->exact = 0;
 	uw->key = *key;
 	cs->stack.ips[0] = uw->pc;
 	cs->stack.len = 1;

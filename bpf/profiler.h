@@ -187,6 +187,7 @@ _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
 #define UNWIND_CFA_PLT	       3 /* CFA = rsp + cfa_off + ((pc & 15) >= rbp_off ? 8 : 0) */
 #define UNWIND_CFA_OUTERMOST   4 /* the outermost frame: the stack is complete */
 #define UNWIND_CFA_UNSUPPORTED 5 /* a rule the unwinder does not follow: stop, truncated */
+#define UNWIND_CFA_SIGNAL      6 /* signal trampoline: rip, rsp, rbp at rsp + 168, 160, 120 */
 #endif
 
 /* row.rbp_type: where the caller's rbp is. Values match enum sym_rbp_rule. */

@@ -207,7 +207,9 @@ enum sym_cfa_rule {
 	SYM_CFA_RBP,	     /* CFA = rbp + cfa_off */
 	SYM_CFA_PLT,	     /* CFA = rsp + cfa_off + ((rip & 15) >= plt_threshold ? 8 : 0) */
 	SYM_CFA_OUTERMOST,   /* the return address is undefined: the outermost frame */
-	SYM_CFA_UNSUPPORTED, /* another register or a DWARF expression (signal frames) */
+	SYM_CFA_UNSUPPORTED, /* another register or a DWARF expression */
+	SYM_CFA_SIGNAL,	     /* a signal trampoline: the interrupted rip, rsp and rbp are in
+			      * the kernel's signal frame at rsp + 168, 160, 120 */
 };
 
 enum sym_rbp_rule {

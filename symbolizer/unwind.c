@@ -9,7 +9,8 @@
  * file runs them once per object and keeps the result as a sorted table of rows, each valid
  * from its pc to the next row's:
  *
- *   CFA     = rsp + off | rbp + off | the PLT expression | outermost frame | no CFI | other
+ *   CFA     = rsp + off | rbp + off | the PLT expression | a signal frame | outermost frame
+ *             | no CFI | other
  *   rbp     = unchanged | saved at CFA + off | unknown
  *   the return address is at CFA - 8 (checked: a row that says otherwise is "other")
  *
@@ -379,6 +380,45 @@ static void classify(Dwarf_Frame *f, struct sym_unwind_row *row)
 	}
 }
 
+/*
+ * Does the rule of register regno say "at rsp + off" (DW_CFA_expression: DW_OP_breg7 off)?
+ * libdw gives such a rule with the DW_OP_call_frame_cfa that DWARF pushes before evaluating
+ * it (DWARF 5 §6.4.2.3); the expression leaves its own result on top.
+ */
+static bool saved_at_rsp(Dwarf_Frame *f, int regno, Dwarf_Word off)
+{
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 0;
+
+	if (dwarf_frame_register(f, regno, mem, &ops, &nops) || !nops)
+		return false;
+	if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa) {
+		ops++;
+		nops--;
+	}
+	return nops == 1 && op_is(&ops[0], DW_OP_breg7, off);
+}
+
+/*
+ * A signal frame (the 'S' augmentation: glibc's __restore_rt). The interrupted registers are
+ * in the ucontext the kernel pushed (struct rt_sigframe, arch/x86/include/asm/sigframe.h),
+ * at rsp + 40 + 8 * their index in struct sigcontext: rbp at 120, rsp at 160, rip at 168. The
+ * CFI says the same with expressions; a frame whose CFI says anything else is unsupported.
+ */
+static void classify_signal(Dwarf_Frame *f, struct sym_unwind_row *row)
+{
+	Dwarf_Op *ops;
+	size_t nops;
+
+	row->cfa_rule = SYM_CFA_UNSUPPORTED;
+	if (dwarf_frame_cfa(f, &ops, &nops) || nops != 2 || !op_is(&ops[0], DW_OP_breg7, 160) ||
+	    ops[1].atom != DW_OP_deref)
+		return;
+	if (!saved_at_rsp(f, X86_64_RA, 168) || !saved_at_rsp(f, X86_64_RBP, 120))
+		return;
+	row->cfa_rule = SYM_CFA_SIGNAL;
+}
+
 /* The rows of one FDE covering [lo, hi), then a "no CFI" row at hi. */
 static int add_fde(struct builder *b, uint64_t lo, uint64_t hi)
 {
@@ -402,11 +442,10 @@ static int add_fde(struct builder *b, uint64_t lo, uint64_t hi)
 			b->t->fde_errors++;
 			break;
 		}
-		classify(f, &row);
-		/* A signal trampoline's CFA is read from the signal frame (an expression the
-		 * unwinder does not follow): stop there rather than guess. */
 		if (signal)
-			row.cfa_rule = SYM_CFA_UNSUPPORTED;
+			classify_signal(f, &row);
+		else
+			classify(f, &row);
 		free(f);
 		err = push_row(b, &row);
 		if (err)

@@ -13,6 +13,29 @@ WORKLOADS := $(WORKLOAD_DIR)/hot2 $(WORKLOAD_DIR)/burn $(WORKLOAD_DIR)/burn-nopi
 	     $(WORKLOAD_DIR)/inlined $(WORKLOAD_DIR)/templates $(WORKLOAD_DIR)/rustnames-legacy \
 	     $(WORKLOAD_DIR)/rustnames-v0 $(WORKLOAD_DIR)/jit $(WORKLOAD_DIR)/gomethods
 
+# Code without frame pointers, for the table unwinder: no sibling calls, so every level of
+# the call chain is a real frame (perf --call-graph dwarf is the reference).
+NOFP_WORKLOAD_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread \
+			-Wall -Wextra
+WORKLOADS += $(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/lzmaloop $(WORKLOAD_DIR)/throws \
+	     $(WORKLOAD_DIR)/sigprof
+
+$(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/sigprof: $(WORKLOAD_DIR)/%: tests/workloads/%.c \
+					      tests/workloads/workload.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(NOFP_WORKLOAD_CFLAGS) -fPIE -pie -o $@ $<
+
+$(WORKLOAD_DIR)/lzmaloop: tests/workloads/lzmaloop.c tests/workloads/workload.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(NOFP_WORKLOAD_CFLAGS) -fPIE -pie -o $@ $< -llzma
+
+$(WORKLOAD_DIR)/throws: tests/workloads/throws.cpp
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(filter-out -Wextra,$(NOFP_WORKLOAD_CFLAGS)) -fPIE -pie -o $@ $<
+
 $(WORKLOAD_DIR)/%: tests/workloads/%.c tests/workloads/workload.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

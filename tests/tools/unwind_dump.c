@@ -13,7 +13,8 @@
 
 #include "../../symbolizer/symbolizer.h"
 
-static const char *const cfa_names[] = { "none", "rsp", "rbp", "plt", "outermost", "unsupported" };
+static const char *const cfa_names[] = { "none", "rsp", "rbp", "plt", "outermost", "unsupported",
+					 "signal" };
 static const char *const rbp_names[] = { "same", "cfa", "undefined" };
 
 static double now_s(void)

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Most of its CPU inside Debian's liblzma, which is built without frame pointers: the
+ * program's own frames (compress_block <- run_compress <- main) are the callers of the
+ * library's frames only for an unwinder that reads liblzma's .eh_frame.
+ *
+ *   lzmaloop [SECONDS]
+ */
+#include <lzma.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "workload.h"
+
+#define INPUT_BYTES (256 * 1024)
+
+static uint8_t input[INPUT_BYTES];
+static uint8_t output[INPUT_BYTES + INPUT_BYTES / 2 + 1024];
+
+NOINLINE size_t compress_block(uint32_t preset)
+{
+	size_t out = 0;
+
+	if (lzma_easy_buffer_encode(preset, LZMA_CHECK_CRC32, NULL, input, sizeof(input), output,
+				    &out, sizeof(output)) != LZMA_OK)
+		abort();
+	return out;
+}
+
+NOINLINE uint64_t run_compress(double seconds)
+{
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9), total = 0;
+
+	while (mono_ns() < end)
+		total += compress_block(1);
+	return total;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t x = 88172645463325252ULL;
+	size_t i;
+
+	/* Compressible but not trivial: text-like bytes from a xorshift generator. */
+	for (i = 0; i < sizeof(input); i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		input[i] = (uint8_t)('a' + (x % 16));
+	}
+	printf("%llu\n", (unsigned long long)run_compress(arg_seconds(argc, argv, 1, 5)));
+	return 0;
+}

@@ -348,7 +348,8 @@ static void log_window(struct agent *a, uint64_t seq, const struct drained_windo
 		 " counts_full=%" PRIu64 " unaccounted=%" PRId64 " ustack_err=%" PRIu64
 		 " kstack_err=%" PRIu64 " events_lost=%" PRIu64 " profiled=%" PRIu64
 		 " processes=%" PRIu64 " no_image=%" PRIu64 " kthread=%" PRIu64
-		 " truncated=%" PRIu64 " broken_chains=%" PRIu64 " root_unknown=%" PRIu64
+		 " truncated=%" PRIu64 " broken_chains=%" PRIu64 " fp_cut=%" PRIu64
+		 " root_unknown=%" PRIu64
 		 " unknown_frames=%" PRIu64 " unnamed_frames=%" PRIu64 " cap_dropped=%" PRIu64
 		 " stacks=%zu bytes=%zu file=%s",
 		 seq, duration_ns / NSEC_PER_MSEC, sampler__nr_cpus(a->sampler), st[STAT_SAMPLES],
@@ -356,7 +357,7 @@ static void log_window(struct agent *a, uint64_t seq, const struct drained_windo
 		 st[STAT_DROP_STACKS_FULL], st[STAT_DROP_COUNTS_FULL], unaccounted,
 		 st[STAT_USTACK_ERR], st[STAT_KSTACK_ERR], st[STAT_EVENTS_LOST], ws->samples,
 		 ws->processes, ws->no_image_samples, ws->kthread_samples, ws->truncated_stacks,
-		 ws->broken_chains, ws->root_unknown_stacks, ws->unknown_frames, ws->unnamed_frames,
+		 ws->broken_chains, ws->fp_walks_cut, ws->root_unknown_stacks, ws->unknown_frames, ws->unnamed_frames,
 		 ws->dropped_profile_cap, hashmap__size(&dw->stacks), bytes, path ? path : "-");
 }
 
@@ -850,6 +851,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	wo.kube = a.kube;
 	wo.targets = a.server ? server_sink__targets(a.server) : NULL;
+	wo.unwinder = a.unwinder;
 	a.builder = window_builder__new(&wo);
 	if (!a.proctab || !a.builder) {
 		pr_err("out of memory");

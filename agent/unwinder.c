@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <linux/types.h>
 #include <bpf/bpf.h>
@@ -202,6 +203,8 @@ struct unwinder {
 	struct hashmap tables;	  /* key string -> struct table */
 	struct hashmap processes; /* tgid -> struct process */
 	struct extents rows, maps;
+	const struct ignis_unwind_row *rows_view; /* the row map, mapped read-only, or NULL */
+	size_t rows_view_bytes;
 	uint64_t tick;
 	uint32_t next_version;
 	struct unwinder_stats st;
@@ -285,6 +288,14 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* The rows are read back to check frame-pointer walks (unwinder__fp_step_ok). */
+	u->rows_view_bytes = (size_t)opts->max_rows * sizeof(struct ignis_unwind_row);
+	u->rows_view = mmap(NULL, u->rows_view_bytes, PROT_READ, MAP_SHARED, opts->rows_fd, 0);
+	if (u->rows_view == MAP_FAILED) {
+		pr_debug("unwinder: cannot map the row map (%s): frame-pointer walks go unchecked",
+			 strerror(errno));
+		u->rows_view = NULL;
+	}
 	err = pthread_create(&u->thread, NULL, build_thread, u);
 	if (err) {
 		unwinder__free(u);
@@ -326,6 +337,8 @@ void unwinder__free(struct unwinder *u)
 	}
 	hashmap__fini(&u->tables);
 	hashmap__fini(&u->processes);
+	if (u->rows_view)
+		munmap((void *)u->rows_view, u->rows_view_bytes);
 	extents_fini(&u->rows);
 	extents_fini(&u->maps);
 	pthread_mutex_destroy(&u->lock);
@@ -433,6 +446,10 @@ static void table_built(struct unwinder *u, struct table *t)
 {
 	int err = t->build_err;
 
+	pr_debug("unwinder: table of %s (%s): %zu rows from %llu bytes of CFI in %.1f ms%s%s",
+		 sym_object__name(t->obj), t->key, t->built.nr_rows,
+		 (unsigned long long)t->built.cfi_bytes, (double)t->build_ns / 1e6,
+		 err ? ": " : "", err ? strerror(-err) : "");
 	sym_object__put(t->obj);
 	t->obj = NULL;
 	u->st.build_ns += t->build_ns;
@@ -483,17 +500,24 @@ static void table_put(struct unwinder *u, struct table *t)
 }
 
 /* The table of an object: found, or created and queued for the build thread. */
-static struct table *table_get(struct unwinder *u, struct sym_object *obj)
+/* The cache key of an object's table: its build ID, else the object itself. */
+static void table_key(const struct sym_object *obj, char *key, size_t size)
 {
-	struct table *t, probe;
 	const uint8_t *id;
 
 	if (sym_object__build_id(obj, &id)) {
-		memcpy(probe.key, "b:", 2);
-		sym_object__build_id_hex(obj, probe.key + 2, sizeof(probe.key) - 2);
+		memcpy(key, "b:", 2);
+		sym_object__build_id_hex(obj, key + 2, size - 2);
 	} else {
-		snprintf(probe.key, sizeof(probe.key), "o:%p", (void *)obj);
+		snprintf(key, size, "o:%p", (const void *)obj);
 	}
+}
+
+static struct table *table_get(struct unwinder *u, struct sym_object *obj)
+{
+	struct table *t, probe;
+
+	table_key(obj, probe.key, sizeof(probe.key));
 	t = hashmap__find(&u->tables, probe.key);
 	if (t) {
 		t->users++;
@@ -822,4 +846,44 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats)
 	stats->pending = 0;
 	hashmap__for_each(&u->processes, e)
 		stats->pending += ((struct process *)e->value)->dirty;
+}
+
+bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj, uint64_t vaddr)
+{
+	const struct ignis_unwind_row *rows, *r;
+	const struct table *t;
+	char key[sizeof(t->key)];
+	uint64_t rel;
+	size_t lo = 0, hi;
+
+	if (!u->rows_view || !obj)
+		return true;
+	table_key(obj, key, sizeof(key));
+	t = hashmap__find(&u->tables, key);
+	if (!t || t->state != TABLE_READY || vaddr < t->base || vaddr - t->base > UINT32_MAX)
+		return true;
+	rel = vaddr - t->base;
+	rows = u->rows_view + t->row_start;
+	hi = t->nr_rows;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].pc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return true;
+	r = &rows[lo - 1];
+	switch (r->cfa_type) {
+	case UNWIND_CFA_RSP:
+	case UNWIND_CFA_PLT:
+		return false; /* no frame pointer set up here */
+	case UNWIND_CFA_RBP:
+		/* The standard frame: rbp points at the saved rbp, the return address above. */
+		return r->cfa_off == 16 && r->rbp_type == UNWIND_RBP_AT_CFA && r->rbp_off == -16;
+	default:
+		return true; /* no CFI, outermost, signal, unsupported: the table cannot tell */
+	}
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 struct proc_image;
+struct sym_object;
 struct unwinder;
 
 struct unwinder_opts {
@@ -79,5 +80,15 @@ bool unwinder__busy(const struct unwinder *u);
 void unwinder__grace_period(struct unwinder *u);
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats);
+
+/*
+ * Check one step of a frame-pointer walk against the object's table: could the caller of
+ * the frame at ELF address vaddr (the sampled pc, or a return address - 1) of obj be found
+ * through rbp? False when the table says that function keeps no frame pointer there (its
+ * CFA is rsp-based: a leaf without a frame, a prologue, code built without frame pointers),
+ * so a frame-pointer walk skipped its caller or read garbage. True when it does, or when
+ * there is no table to tell (cached tables are used even after their processes exited).
+ */
+bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj, uint64_t vaddr);
 
 #endif /* IGNIS_UNWINDER_H */

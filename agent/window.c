@@ -11,6 +11,7 @@
 #include "profile.h"
 #include "proctab.h"
 #include "targets.h"
+#include "unwinder.h"
 #include "window.h"
 
 #define MAX_INLINE_FRAMES 16
@@ -367,6 +368,24 @@ static int remember(struct build_ctx *c, struct stack_conv *conv)
 }
 
 /*
+ * Whether a frame-pointer walk (bpf_get_stack: a process without unwind tables yet, or
+ * --unwind fp) found the real caller of the frame at pc: not where the object's unwind table
+ * says the function keeps no frame pointer (unwinder__fp_step_ok).
+ */
+static bool fp_step_ok(struct build_ctx *c, struct proc_image *img, uint64_t pc)
+{
+	const struct proc_mapping *pm;
+	uint64_t vaddr;
+
+	if (!c->wb->opts.unwinder || !img)
+		return true;
+	pm = proctab__mapping(c->wb->opts.proctab, img, pc, c->seq, false);
+	if (!pm || !pm->object || sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &vaddr))
+		return true;
+	return unwinder__fp_step_ok(c->wb->opts.unwinder, pm->object, vaddr);
+}
+
+/*
  * A stack -> locations, leaf first, once per window for each (image, stack): kernel stacks
  * with img NULL. Marks CONV_TRUNCATED when the walk hit the depth cap.
  *
@@ -413,6 +432,12 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 			return NULL;
 		}
 		conv->locs[conv->nr++] = (uint64_t)loc;
+		if (!kernel && i + 1 < st->len && !(st->flags & STACK_F_TABLES) &&
+		    !fp_step_ok(c, img, pc)) {
+			c->stats->fp_walks_cut++;
+			conv->flags |= CONV_TRUNCATED;
+			break;
+		}
 	}
 	c->stats->frames += conv->nr;
 	/* The table unwinder knows how its walk ended; a frame-pointer walk is judged by its

@@ -44,12 +44,15 @@ struct window_stats {
 	uint64_t broken_chains;	      /* distinct user stacks cut at a return address in no
 					 * mapping (a broken frame-pointer chain) */
 	uint64_t root_unknown_stacks; /* stacks whose outermost frame could not be checked */
+	uint64_t fp_walks_cut;	      /* distinct frame-pointer walks cut where the unwind table
+					 * shows the function keeps no frame pointer */
 	uint64_t kernel_unnamed;      /* kernel addresses no kallsyms symbol covers */
 	uint64_t processes;	      /* distinct processes in the window */
 	uint64_t dropped_profile_cap; /* samples lost to a profile cap (counted, logged) */
 };
 
 struct window_builder;
+struct unwinder;
 
 struct window_builder_opts {
 	struct proctab *proctab;
@@ -58,6 +61,7 @@ struct window_builder_opts {
 	const char *kernel_build_id; /* hex, or NULL */
 	struct kube *kube;	     /* Kubernetes names, or NULL */
 	struct targets *targets;     /* group samples by target (a server's series), or NULL */
+	struct unwinder *unwinder;   /* checks frame-pointer walks against unwind tables, or NULL */
 };
 
 struct window_builder *window_builder__new(const struct window_builder_opts *opts);

@@ -114,7 +114,8 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* sized by the agent (--unwind-table-rows) */
+	__uint(map_flags, BPF_F_MMAPABLE); /* the agent reads the rows back, see window.c */
+	__uint(max_entries, 1);		   /* sized by the agent (--unwind-table-size) */
 	__type(key, __u32);
 	__type(value, struct ignis_unwind_row);
 } unwind_rows SEC(".maps");

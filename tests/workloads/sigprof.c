@@ -22,7 +22,7 @@ NOINLINE uint64_t handler_work(uint64_t seed)
 	uint64_t x = seed | 1;
 	int i;
 
-	for (i = 0; i < 300000; i++)
+	for (i = 0; i < 2000000; i++)
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 	return x;
 }
@@ -47,7 +47,7 @@ NOINLINE uint64_t main_work(uint64_t n)
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
-	struct itimerval it = { .it_interval = { 0, 2000 }, .it_value = { 0, 2000 } };
+	struct itimerval it = { .it_interval = { 0, 5000 }, .it_value = { 0, 5000 } };
 	uint64_t end = mono_ns() + (uint64_t)(arg_seconds(argc, argv, 1, 5) * 1e9), n = 0;
 
 	memset(&sa, 0, sizeof(sa));

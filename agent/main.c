@@ -430,6 +430,14 @@ static void account(struct agent *a, const struct drained_window *dw, const stru
 	t->unwind_cut[2] += st[STAT_UNWIND_UNSUPPORTED];
 	t->unwind_cut[3] += st[STAT_UNWIND_STALE];
 	t->unwind_cut[4] += st[STAT_UNWIND_TAIL_CALL];
+	metrics_observe_drain(t, seconds);
+	t->last_drain_ns = now_mono_ns();
+}
+
+static void publish(struct agent *a)
+{
+	struct metrics_snapshot *t = &a->snap;
+
 	if (a->unwinder) {
 		struct unwinder_stats us;
 
@@ -443,12 +451,6 @@ static void account(struct agent *a, const struct drained_window *dw, const stru
 		t->unwind_processes = us.processes;
 		t->unwind_build_seconds = (double)us.build_ns / 1e9;
 	}
-	metrics_observe_drain(t, seconds);
-	t->last_drain_ns = now_mono_ns();
-}
-
-static void publish(struct agent *a)
-{
 	a->snap.cpus = sampler__nr_cpus(a->sampler);
 	a->snap.cpus_detached = (unsigned int)sampler__check_links(a->sampler);
 	a->snap.bpf_map_bytes = sampler__map_bytes(a->sampler);

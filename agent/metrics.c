@@ -258,7 +258,7 @@ long metrics_format(const struct metrics_snapshot *s, const char *version, char 
 	}
 	metric(f, "ignis_unwind_tables", "gauge", "Unwind tables in the BPF row map.");
 	fprintf(f, "ignis_unwind_tables %llu\n", U64(s->unwind_tables));
-	metric(f, "ignis_unwind_table_rows", "gauge", "Rows in the BPF row map (12 bytes each).");
+	metric(f, "ignis_unwind_table_rows", "gauge", "Rows in the BPF row map (8 bytes each).");
 	fprintf(f, "ignis_unwind_table_rows %llu\n", U64(s->unwind_rows));
 	metric(f, "ignis_unwind_table_rows_capacity", "gauge", "Rows the BPF row map can hold.");
 	fprintf(f, "ignis_unwind_table_rows_capacity %llu\n", U64(s->unwind_row_capacity));

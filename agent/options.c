@@ -251,7 +251,7 @@ static int opt_unwind_table_size(struct agent_config *cfg, const char *arg, char
 	uint64_t v;
 
 	if (parse_size(arg, &v) || v < (1ULL << 20) || v > (1ULL << 30))
-		return WHY("must be a size from 1MiB to 1GiB (e.g. 12MiB)");
+		return WHY("must be a size from 1MiB to 1GiB (e.g. 16MiB)");
 	cfg->unwind_table_bytes = v;
 	return 0;
 }
@@ -440,8 +440,8 @@ static const struct option_desc options[] = {
 	  "load) or fp (frame pointers only)",
 	  "auto", 0, NULL, opt_unwind },
 	{ "unwind-table-size", 0, "SIZE",
-	  "kernel memory for unwind tables (12 bytes per row; libc needs about 28000 rows)",
-	  "12MiB", 0, NULL, opt_unwind_table_size },
+	  "kernel memory for unwind tables (8 bytes per row: libc needs 28000 rows, LLVM 950000)",
+	  "16MiB", 0, NULL, opt_unwind_table_size },
 	{ "symbol-cache-size", 0, "SIZE", "memory budget for cached symbol tables", "64MiB", 0,
 	  NULL, opt_symbol_cache },
 	{ "debug-dir", 0, "DIR",
@@ -581,9 +581,7 @@ void config_init(struct agent_config *cfg)
 	cfg->log_level = LOG_LEVEL_INFO;
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
 	cfg->unwind = SAMPLER_UNWIND_AUTO;
-	cfg->unwind_table_bytes = 12ULL << 20;
-	cfg->unwind = SAMPLER_UNWIND_AUTO;
-	cfg->unwind_table_bytes = 12ULL << 20;
+	cfg->unwind_table_bytes = 16ULL << 20;
 	cfg->symbol_cache_bytes = 64ULL << 20;
 	cfg->debug_dir = strdup("/usr/lib/debug");
 	cfg->debuginfod_timeout_sec = 30;

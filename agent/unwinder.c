@@ -7,8 +7,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <malloc.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <linux/types.h>
 #include <bpf/bpf.h>
@@ -32,6 +32,8 @@ _Static_assert(UNWIND_RBP_SAME == SYM_RBP_SAME && UNWIND_RBP_AT_CFA == SYM_RBP_A
 
 /* Entries written per bpf_map_update_batch() call. */
 #define UPLOAD_CHUNK 4096
+/* After building a table from more CFI than this, return freed memory to the system. */
+#define TRIM_AFTER_CFI_BYTES (256 * 1024)
 
 /* ---- Extents of an ARRAY map: first fit, coalescing, with frees deferred past a grace
  * period. */
@@ -203,8 +205,6 @@ struct unwinder {
 	struct hashmap tables;	  /* key string -> struct table */
 	struct hashmap processes; /* tgid -> struct process */
 	struct extents rows, maps;
-	const struct ignis_unwind_row *rows_view; /* the row map, mapped read-only, or NULL */
-	size_t rows_view_bytes;
 	uint64_t tick;
 	uint32_t next_version;
 	struct unwinder_stats st;
@@ -261,6 +261,10 @@ static void *build_thread(void *arg)
 		t0 = now_mono_ns();
 		t->build_err = sym_object__unwind_table(t->obj, &t->built);
 		t->build_ns = now_mono_ns() - t0;
+		/* libdw's CFI caches of a large object are many small blocks in this thread's
+		 * arena: give them back to the system now rather than keep the peak. */
+		if (t->built.cfi_bytes > TRIM_AFTER_CFI_BYTES)
+			malloc_trim(0);
 
 		pthread_mutex_lock(&u->lock);
 		t->next_job = u->done;
@@ -287,14 +291,6 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 		unwinder__free(u);
 		errno = ENOMEM;
 		return NULL;
-	}
-	/* The rows are read back to check frame-pointer walks (unwinder__fp_step_ok). */
-	u->rows_view_bytes = (size_t)opts->max_rows * sizeof(struct ignis_unwind_row);
-	u->rows_view = mmap(NULL, u->rows_view_bytes, PROT_READ, MAP_SHARED, opts->rows_fd, 0);
-	if (u->rows_view == MAP_FAILED) {
-		pr_debug("unwinder: cannot map the row map (%s): frame-pointer walks go unchecked",
-			 strerror(errno));
-		u->rows_view = NULL;
 	}
 	err = pthread_create(&u->thread, NULL, build_thread, u);
 	if (err) {
@@ -337,8 +333,6 @@ void unwinder__free(struct unwinder *u)
 	}
 	hashmap__fini(&u->tables);
 	hashmap__fini(&u->processes);
-	if (u->rows_view)
-		munmap((void *)u->rows_view, u->rows_view_bytes);
 	extents_fini(&u->rows);
 	extents_fini(&u->maps);
 	pthread_mutex_destroy(&u->lock);
@@ -395,45 +389,61 @@ static bool evict_one(struct unwinder *u)
 	return true;
 }
 
+/*
+ * One row in the BPF form: offsets in 8-byte units (a rule outside the row's range, or not a
+ * multiple of 8, is unsupported), rules packed into one byte.
+ */
+static struct ignis_unwind_row pack_row(const struct sym_unwind_row *r, uint64_t base)
+{
+	struct ignis_unwind_row row = { .pc = (uint32_t)(r->pc - base) };
+	uint8_t cfa = r->cfa_rule, rbp = r->rbp_rule;
+
+	if (cfa == SYM_CFA_RSP || cfa == SYM_CFA_RBP || cfa == SYM_CFA_PLT) {
+		if (r->cfa_off % 8 || r->cfa_off / 8 < INT16_MIN || r->cfa_off / 8 > INT16_MAX)
+			cfa = SYM_CFA_UNSUPPORTED;
+		else
+			row.cfa_off = (int16_t)(r->cfa_off / 8);
+	}
+	if (cfa == SYM_CFA_PLT) {
+		row.rbp_off = (int8_t)r->plt_threshold;
+		rbp = SYM_RBP_SAME;
+	} else if (rbp == SYM_RBP_AT_CFA) {
+		if (r->rbp_off % 8 || r->rbp_off / 8 < INT8_MIN || r->rbp_off / 8 > INT8_MAX)
+			rbp = SYM_RBP_UNDEFINED;
+		else
+			row.rbp_off = (int8_t)(r->rbp_off / 8);
+	}
+	row.type = (uint8_t)(cfa | rbp << 4);
+	return row;
+}
+
 /* Put a built table into the row map. 0, -ENOSPC (waits for room) or -errno. */
 static int upload_table(struct unwinder *u, struct table *t)
 {
 	const struct sym_unwind_table *b = &t->built;
-	struct ignis_unwind_row *rows;
+	struct ignis_unwind_row rows[UPLOAD_CHUNK];
+	uint32_t n = (uint32_t)b->nr_rows, done, i;
 	int64_t start;
-	size_t i;
-	int err;
+	int err = 0;
 
 	if (b->nr_rows > IGNIS_MAX_UNWIND_ROWS || b->nr_rows > u->opts.max_rows ||
 	    b->rows[b->nr_rows - 1].pc - b->rows[0].pc > UINT32_MAX)
 		return -E2BIG;
-	while ((start = extents_alloc(&u->rows, (uint32_t)b->nr_rows)) < 0)
+	while ((start = extents_alloc(&u->rows, n)) < 0)
 		if (!evict_one(u))
 			return -ENOSPC;
-	rows = calloc(b->nr_rows, sizeof(*rows));
-	if (!rows) {
-		extents_release(&u->rows, (uint32_t)start, (uint32_t)b->nr_rows);
-		return -ENOMEM;
-	}
 	t->base = b->rows[0].pc;
-	for (i = 0; i < b->nr_rows; i++) {
-		const struct sym_unwind_row *r = &b->rows[i];
-
-		rows[i].pc = (uint32_t)(r->pc - t->base);
-		rows[i].cfa_off = r->cfa_off;
-		rows[i].cfa_type = r->cfa_rule;
-		rows[i].rbp_type = r->rbp_rule;
-		rows[i].rbp_off = (int16_t)(r->cfa_rule == SYM_CFA_PLT ? r->plt_threshold
-								       : r->rbp_off);
+	for (done = 0; done < n && !err; done += i) {
+		for (i = 0; i < UPLOAD_CHUNK && done + i < n; i++)
+			rows[i] = pack_row(&b->rows[done + i], t->base);
+		err = upload(u->opts.rows_fd, (uint32_t)start + done, rows, sizeof(rows[0]), i);
 	}
-	err = upload(u->opts.rows_fd, (uint32_t)start, rows, sizeof(*rows), (uint32_t)b->nr_rows);
-	free(rows);
 	if (err) {
-		extents_release(&u->rows, (uint32_t)start, (uint32_t)b->nr_rows);
+		extents_release(&u->rows, (uint32_t)start, n);
 		return err;
 	}
 	t->row_start = (uint32_t)start;
-	t->nr_rows = (uint32_t)b->nr_rows;
+	t->nr_rows = n;
 	t->state = TABLE_READY;
 	sym_unwind_table__fini(&t->built);
 	u->st.tables++;
@@ -850,40 +860,41 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats)
 
 bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj, uint64_t vaddr)
 {
-	const struct ignis_unwind_row *rows, *r;
+	struct ignis_unwind_row r;
 	const struct table *t;
 	char key[sizeof(t->key)];
 	uint64_t rel;
-	size_t lo = 0, hi;
+	uint32_t lo = 0, hi, idx;
+	int type;
 
-	if (!u->rows_view || !obj)
+	if (!obj)
 		return true;
 	table_key(obj, key, sizeof(key));
 	t = hashmap__find(&u->tables, key);
 	if (!t || t->state != TABLE_READY || vaddr < t->base || vaddr - t->base > UINT32_MAX)
 		return true;
 	rel = vaddr - t->base;
-	rows = u->rows_view + t->row_start;
+	/* The rows live only in the kernel: a binary search by lookups, for the few stacks a
+	 * window gets from frame pointers (once per distinct stack). */
 	hi = t->nr_rows;
 	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (rows[mid].pc <= rel)
+		idx = t->row_start + mid;
+		if (bpf_map_lookup_elem(u->opts.rows_fd, &idx, &r))
+			return true;
+		if (r.pc <= rel)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!lo)
+	idx = t->row_start + lo - 1;
+	if (!lo || bpf_map_lookup_elem(u->opts.rows_fd, &idx, &r))
 		return true;
-	r = &rows[lo - 1];
-	switch (r->cfa_type) {
-	case UNWIND_CFA_RSP:
-	case UNWIND_CFA_PLT:
+	type = r.type & 15;
+	if (type == UNWIND_CFA_RSP || type == UNWIND_CFA_PLT)
 		return false; /* no frame pointer set up here */
-	case UNWIND_CFA_RBP:
-		/* The standard frame: rbp points at the saved rbp, the return address above. */
-		return r->cfa_off == 16 && r->rbp_type == UNWIND_RBP_AT_CFA && r->rbp_off == -16;
-	default:
-		return true; /* no CFI, outermost, signal, unsupported: the table cannot tell */
-	}
+	if (type == UNWIND_CFA_RBP) /* the standard frame: rbp at the saved rbp, then the RA */
+		return r.cfa_off == 2 && r.type >> 4 == UNWIND_RBP_AT_CFA && r.rbp_off == -2;
+	return true; /* no CFI, outermost, signal, unsupported: the table cannot tell */
 }

@@ -88,6 +88,7 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats);
  * CFA is rsp-based: a leaf without a frame, a prologue, code built without frame pointers),
  * so a frame-pointer walk skipped its caller or read garbage. True when it does, or when
  * there is no table to tell (cached tables are used even after their processes exited).
+ * Reads the rows from the kernel (a few map lookups).
  */
 bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj, uint64_t vaddr);
 

@@ -114,8 +114,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE); /* the agent reads the rows back, see window.c */
-	__uint(max_entries, 1);		   /* sized by the agent (--unwind-table-size) */
+	__uint(max_entries, 1); /* sized by the agent (--unwind-table-size) */
 	__type(key, __u32);
 	__type(value, struct ignis_unwind_row);
 } unwind_rows SEC(".maps");
@@ -452,7 +451,7 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	struct ignis_unwind_row *row;
 	__u64 pc = first || uw->exact ? uw->pc : uw->pc - 1, cfa, rel, ra;
 	__u64 sigregs[7]; /* rbp .. rip of the signal frame's struct sigcontext */
-	__u32 idx;
+	__u32 idx, cfa_type, rbp_type;
 	__s64 off;
 	int mi, ri;
 
@@ -477,12 +476,14 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	ri = rel >> 32 ? -1 : unwind_find_row(m->row_start, m->nr_rows, (__u32)rel);
 	idx = (__u32)ri;
 	row = ri < 0 ? NULL : bpf_map_lookup_elem(&unwind_rows, &idx);
-	if (!row || row->cfa_type == UNWIND_CFA_NONE) {
+	if (!row || (row->type & 15) == UNWIND_CFA_NONE) {
 		stat_inc(uw->gen, STAT_UNWIND_NO_CFI);
 		return step_frame_pointer(uw);
 	}
-	off = row->cfa_off;
-	switch (row->cfa_type) {
+	cfa_type = row->type & 15;
+	rbp_type = row->type >> 4;
+	off = (__s64)row->cfa_off * 8;
+	switch (cfa_type) {
 	case UNWIND_CFA_RSP:
 		cfa = uw->sp + off;
 		break;
@@ -494,7 +495,7 @@ static __always_inline int step(struct uw_state *uw, bool first)
 		cfa = uw->bp + off;
 		break;
 	case UNWIND_CFA_PLT:
-		cfa = uw->sp + off + ((uw->pc & 15) >= (__u64)row->rbp_off ? 8 : 0);
+		cfa = uw->sp + off + ((uw->pc & 15) >= (__u64)(__u8)row->rbp_off ? 8 : 0);
 		break;
 	case UNWIND_CFA_OUTERMOST:
 		return STEP_COMPLETE;
@@ -518,13 +519,14 @@ static __always_inline int step(struct uw_state *uw, bool first)
 		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
 		return STEP_TRUNCATED;
 	}
-	if (row->rbp_type == UNWIND_RBP_AT_CFA && row->cfa_type != UNWIND_CFA_PLT) {
-		if (bpf_probe_read_user(&uw->bp, sizeof(uw->bp), (void *)(cfa + row->rbp_off))) {
+	if (rbp_type == UNWIND_RBP_AT_CFA && cfa_type != UNWIND_CFA_PLT) {
+		if (bpf_probe_read_user(&uw->bp, sizeof(uw->bp),
+					(void *)(cfa + (__s64)row->rbp_off * 8))) {
 			stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
 			return STEP_TRUNCATED;
 		}
 		uw->bp_valid = 1;
-	} else if (row->rbp_type == UNWIND_RBP_UNDEFINED) {
+	} else if (rbp_type == UNWIND_RBP_UNDEFINED) {
 		uw->bp_valid = 0;
 	}
 	uw->sp = cfa;

@@ -197,15 +197,19 @@ _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
 #define UNWIND_RBP_UNDEFINED 2 /* unknown from here on */
 #endif
 
-/* One row of an unwind table: valid from pc up to the next row's pc. */
+/*
+ * One row of an unwind table: valid from pc up to the next row's pc. 8 bytes, which is also
+ * what an array element costs the kernel (values are rounded up to 8). Offsets are in units
+ * of 8 bytes, the size of a stack slot: CFA offsets up to 256 KiB, rbp within 1 KiB of the
+ * CFA; a rule outside that (or not a multiple of 8) is stored as unsupported.
+ */
 struct ignis_unwind_row {
 	__u32 pc;      /* offset from the table's base */
-	__s32 cfa_off; /* bytes */
-	__s16 rbp_off; /* bytes (UNWIND_RBP_AT_CFA), or the threshold of UNWIND_CFA_PLT */
-	__u8 cfa_type; /* UNWIND_CFA_* */
-	__u8 rbp_type; /* UNWIND_RBP_* */
+	__s16 cfa_off; /* in 8-byte units */
+	__s8 rbp_off;  /* in 8-byte units (UNWIND_RBP_AT_CFA); the threshold of UNWIND_CFA_PLT */
+	__u8 type;     /* UNWIND_CFA_* | UNWIND_RBP_* << 4 */
 };
-_Static_assert(sizeof(struct ignis_unwind_row) == 12, "ignis_unwind_row size");
+_Static_assert(sizeof(struct ignis_unwind_row) == 8, "ignis_unwind_row size");
 
 /* An executable mapping of a process. */
 struct ignis_unwind_mapping {

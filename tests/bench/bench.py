@@ -8,13 +8,16 @@ table goes to stdout, everything to build/bench/results.json, and a summary into
 README's Performance section (between its bench markers).
 """
 import argparse
+import contextlib
 import datetime
+import glob
 import json
 import os
 import platform
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -93,31 +96,45 @@ def machine():
 
 # ---- The workload --------------------------------------------------------------------------
 
-class Workload:
-    """spin3: NCPU threads of fixed work split 60/30/10; stays alive (stdin open) after
-    printing its times, so that profilers that symbolize at exit still find it."""
+def spin3(rounds):
+    return [os.path.join(BENCH, "spin3"), str(rounds), str(NCPU)]
 
-    def __init__(self, rounds):
-        self.proc = spawn([os.path.join(BENCH, "spin3"), str(rounds), str(NCPU)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+class Workload:
+    """spin3 (or another program of fixed work, cmd(rounds) -> argv, printing "wall_ns=N
+    cpu_ns=N"): NCPU threads of fixed work split 60/30/10; stays alive (stdin open) after
+    printing its times, so that profilers that symbolize at exit still find it. With ready,
+    the program prints "ready" first and starts its measured work when ready(self) returns
+    (unwind_deep's "wait")."""
+
+    def __init__(self, rounds, cmd=spin3, ready=None):
+        self.proc = spawn(cmd(rounds), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
         line = self.proc.stdout.readline()
-        m = re.search(r"wall_ns=(\d+) cpu_ns=(\d+) shares=([\d.]+),([\d.]+),([\d.]+)", line)
+        if ready:
+            if line.strip() != "ready":
+                raise RuntimeError(f"{cmd(rounds)[0]}: {line!r}")
+            ready(self)
+            self.proc.stdin.write("go\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        m = re.search(r"wall_ns=(\d+) cpu_ns=(\d+)", line)
         if not m:
-            raise RuntimeError(f"spin3: {line!r}")
+            raise RuntimeError(f"{cmd(rounds)[0]}: {line!r}")
         self.wall = int(m.group(1)) / 1e9
         self.cpu = int(m.group(2)) / 1e9
-        self.shares = dict(zip(SHARES, (float(m.group(i)) for i in (3, 4, 5))))
-        self.pid = self.proc.pid
+        m = re.search(r"shares=([\d.]+),([\d.]+),([\d.]+)", line)
+        self.shares = dict(zip(SHARES, (float(m.group(i)) for i in (1, 2, 3)))) if m else None
 
     def end(self):
         self.proc.stdin.close()
         self.proc.wait()
 
 
-def calibrate(seconds):
-    w = Workload(20000)
+def calibrate(seconds, cmd=spin3, trial=20000):
+    w = Workload(trial, cmd)
     w.end()
-    return max(1000, int(20000 * seconds / w.wall))
+    return max(trial // 20, int(trial * seconds / w.wall))
 
 
 # ---- The profilers -------------------------------------------------------------------------
@@ -137,6 +154,21 @@ class Ignis:
                 raise RuntimeError("ignis did not start:\n" + self.text())
             time.sleep(0.05)
         self.pid = self.proc.pid
+        self.settle()
+
+    def settle(self, quiet=0.5, limit=10.0):
+        """Wait until the agent's start-up work is done: the unwind tables of the processes
+        running on the host (built once per binary, on a thread of the agent's) stop
+        coming, so that what follows measures the steady state."""
+        deadline = time.monotonic() + limit
+        last, since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            n = self.text().count("unwinder: table of ")
+            if n != last:
+                last, since = n, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+            time.sleep(0.05)
 
     def text(self):
         with open(self.log) as f:
@@ -153,8 +185,9 @@ class Ignis:
                         (kv.split("=", 1) for kv in m.group(1).split()) if k != "file"})
         return out
 
-    def stacks(self, pid):
-        """{tuple of frames (leaf first): samples} of a process, from our own decoder."""
+    def stacks(self, pid, since_ns=None):
+        """{tuple of frames (leaf first): samples} of a process, from our own decoder; with
+        since_ns, from the windows that started then or later (CLOCK_REALTIME ns)."""
         result = {}
         for f in sorted(os.listdir(self.out)):
             if not f.endswith(".pb.gz"):
@@ -162,6 +195,8 @@ class Ignis:
             p = subprocess.run([os.path.join(BUILD, "tests", "pprof_dump"),
                                 os.path.join(self.out, f)], capture_output=True, text=True)
             data = json.loads(p.stdout)
+            if since_ns and data["time_nanos"] < since_ns:
+                continue
             locs = {l["id"]: l for l in data["locations"]}
             for s in data["samples"]:
                 if s["labels"].get("pid") != pid:
@@ -178,9 +213,11 @@ class Ignis:
 class Perf:
     name = "perf"
 
-    def __init__(self, hz):
+    def __init__(self, hz, *call_graph):
         self.data = os.path.join(tempfile.mkdtemp(dir=TMP), "perf.data")
-        self.proc = spawn(["perf", "record", "-F", str(hz), "-a", "-g", "-o", self.data])
+        self.proc = spawn(["perf", "record", "-F", str(hz), "-a", *(call_graph or ("-g",)),
+                           "-o", self.data])
+        self.pid = self.proc.pid
         deadline = time.monotonic() + 10
         while not (os.path.exists(self.data) and os.path.getsize(self.data) > 0):
             if time.monotonic() > deadline:
@@ -261,6 +298,32 @@ def complete(stacks):
 
 # ---- 1 and 5: overhead, accuracy ---------------------------------------------------------
 
+def paired_runs(pairs, start, workload, observe):
+    """pairs (alone, profiled) of workload runs, in an order alternating between pairs:
+    start() starts the profiler, workload(profiler or None) runs the workload to the end of
+    its work, observe(profiler, workload) reads and stops the profiler before the workload
+    exits. Returns [(alone, profiled)] workloads."""
+    out = []
+    for i in range(pairs):
+        order = ("base", "tool") if i % 2 == 0 else ("tool", "base")
+        t = {}
+        for which in order:
+            prof = start() if which == "tool" else None
+            w = workload(prof)
+            if prof:
+                observe(prof, w)
+            w.end()
+            t[which] = w
+        out.append((t["base"], t["tool"]))
+    return out
+
+
+def slowdowns(runs):
+    """% slowdown of wall time and of the workload's CPU time, per (alone, profiled) pair."""
+    return ([100.0 * (tool.wall / base.wall - 1) for base, tool in runs],
+            [100.0 * (tool.cpu / base.cpu - 1) for base, tool in runs])
+
+
 def overhead(res, quick):
     pairs = 2 if quick else 5
     seconds = 1.0 if quick else 5.0
@@ -269,22 +332,15 @@ def overhead(res, quick):
     accuracy = {}
     for hz in (100, 1000):
         for tool in (Ignis, Perf, Bpftrace):
-            wall, cpu, runs = [], [], []
-            for i in range(pairs):
-                order = ("base", "tool") if i % 2 == 0 else ("tool", "base")
-                t = {}
-                for which in order:
-                    prof = tool(hz) if which == "tool" else None
-                    w = Workload(rounds)
-                    if prof:
-                        prof.stop()
-                        runs.append({"stacks": prof.stacks(w.pid), "cpu": w.cpu,
-                                     "shares": w.shares,
-                                     "windows": prof.windows() if tool is Ignis else None})
-                    w.end()
-                    t[which] = w
-                wall.append(100.0 * (t["tool"].wall / t["base"].wall - 1))
-                cpu.append(100.0 * (t["tool"].cpu / t["base"].cpu - 1))
+            runs = []
+
+            def observe(prof, w):
+                prof.stop()
+                runs.append({"stacks": prof.stacks(w.pid), "cpu": w.cpu, "shares": w.shares,
+                             "windows": prof.windows() if tool is Ignis else None})
+
+            wall, cpu = slowdowns(paired_runs(pairs, lambda: tool(hz),
+                                              lambda prof: Workload(rounds), observe))
             cmd = {"ignis": f"ignis --frequency {hz}",
                    "perf": f"perf record -F {hz} -a -g",
                    "bpftrace": "bpftrace -e '" + Bpftrace.PROGRAM.format(hz=hz) + "'"}[tool.name]
@@ -386,16 +442,27 @@ def per_run_ns(progs, pid, name=None):
     return None
 
 
+@contextlib.contextmanager
+def bpf_stats():
+    """kernel.bpf_stats_enabled=1 for the block (run_cnt and run_time_ns of every program),
+    then the value it had."""
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        saved = f.read().strip()
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1")
+        yield
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(saved)
+
+
 def bpf_cost(res, quick):
     reps = 1 if quick else 5
     seconds = 5 if quick else 15
     rounds = calibrate(seconds)
-    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-        saved = f.read().strip()
     full, skip, bt, floor = [], [], [], []
-    try:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1")
+    with bpf_stats():
         for rep in range(reps):
             # Start order changes between repetitions: a program's place among the
             # handlers of one tick can change its cost (cold caches for the first).
@@ -415,9 +482,6 @@ def bpf_cost(res, quick):
             for prof in (a, b, c, d):
                 prof.stop()
             w.end()
-    finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(saved)
     us = lambda v: [x / 1000 for x in v if x]
     cmd = ("kernel.bpf_stats_enabled=1, run_time_ns / run_cnt, spin3 on all CPUs, all four "
            "programs at once, start order rotated between repetitions")
@@ -755,7 +819,522 @@ def symbolization(res, quick):
         f"addr2line {statistics.median(bu):.2f} us per address")
 
 
-# ---- 7: the README section --------------------------------------------------------------------
+# ---- 7: the table unwinder (issue 8) ---------------------------------------------------------
+
+UNWIND_DEPTHS = (10, 30)
+# unwind_deep's own functions: a sample is whole when it holds all DEPTH frames of them.
+UNWIND_FRAMES = {"spin", "descend", "worker"}
+ROW_BYTES = 12	# struct ignis_unwind_row (bpf/profiler.h)
+UNWIND_DUMP = os.path.join(BUILD, "tests", "unwind_dump")
+UNWIND_MANY = os.path.join(BENCH, "unwind_many")
+
+
+def unwind_deep(build, depth, wait=False):
+    """argv of unwind_deep (rounds -> argv) on NCPU threads, built without ("nofp") or with
+    ("fp") frame pointers."""
+    path = os.path.join(BENCH, f"unwind_deep_{build}")
+    return lambda rounds: [path, str(depth), str(rounds), str(NCPU)] + (["wait"] if wait else [])
+
+
+def agent_maps(pid):
+    """{name: bpftool's record} of the BPF maps a process holds."""
+    owned = fdinfo(pid)["map_id"]
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True)
+    return {m.get("name"): m for m in json.loads(out.stdout or "[]") if m["id"] in owned}
+
+
+def unwind_published(pid):
+    """The tgids an agent's table unwinder has published (the keys of its unwind_procs)."""
+    m = agent_maps(pid).get("unwind_procs")
+    if not m:
+        return set()
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])],
+                         capture_output=True, text=True).stdout
+    return {int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
+            for e in json.loads(out or "[]")}
+
+
+def wait_published(agent_pid, pids, timeout):
+    """Seconds until the agent has published every pid's tables, or None at the timeout."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if set(pids) <= unwind_published(agent_pid):
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    return None
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def proc_cpu_ns(pid):
+    """CPU time of a process's live threads, ns (schedstat: finer than /proc/PID/stat's
+    clock ticks, which round a quiet profiler's few milliseconds to 0)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def bpf_map_rss_kib(pid):
+    """Resident KiB of the BPF maps a process has mmap'ed (anon_inode:bpf-map in smaps):
+    kernel memory that VmRSS counts (as RssFile) on top of the maps' memlock."""
+    total, in_map = 0, False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                in_map = line.rstrip().endswith("anon_inode:bpf-map")
+            elif in_map and line.startswith("Rss:"):
+                total += int(line.split()[1])
+    return total
+
+
+def after_window(agent, port):
+    """(metrics text, prog_runs) read just after the agent published a window: the metrics'
+    sample counters then cover what BPF counted up to that window's flip, give or take the
+    window's handling time, the same at both ends of an interval."""
+    seen = metric_value(metrics_text(port), "ignis_windows_total")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        text = metrics_text(port)
+        if metric_value(text, "ignis_windows_total") != seen:
+            return text, prog_runs(agent.pid)
+        time.sleep(0.01)
+    raise RuntimeError("ignis published no window in 30 s")
+
+
+def prog_runs(pid):
+    """{program name: (run_cnt, run_time_ns)} of the BPF programs a process holds."""
+    owned = fdinfo(pid)["prog_id"]
+    return {p["name"]: (p.get("run_cnt", 0), p.get("run_time_ns", 0)) for p in bpf_progs()
+            if p["id"] in owned}
+
+
+def sample_cost(before, after):
+    """(ns per sample of ignis_sample, its runs, ignis_unwind's own runs) between two
+    prog_runs() readings. bpf_tail_call() jumps within the invocation of the program that
+    perf_event ran, and the kernel's stats are taken around that invocation only: the
+    unwinder's time is in ignis_sample's run_time_ns and ignis_unwind counts no runs. Were
+    it ever to count some, its time is added to ignis_sample's."""
+    d = lambda name, i: after.get(name, (0, 0))[i] - before.get(name, (0, 0))[i]
+    runs = d("ignis_sample", 0)
+    if not runs:
+        return None, 0, d("ignis_unwind", 0)
+    return (d("ignis_sample", 1) + d("ignis_unwind", 1)) / runs, runs, d("ignis_unwind", 0)
+
+
+def depth_check(stacks, depth):
+    """Samples with all `depth` of unwind_deep's frames (%), median frames per sample, and
+    samples ending in [truncated] (%)."""
+    total = sum(stacks.values())
+    if not total:
+        return None, None, None
+    whole = sum(n for fr, n in stacks.items() if sum(f in UNWIND_FRAMES for f in fr) >= depth)
+    cut = sum(n for fr, n in stacks.items() if fr and fr[-1] == "[truncated]")
+    lengths = [len(fr) for fr, n in stacks.items() for _ in range(n)]
+    return 100.0 * whole / total, statistics.median(lengths), 100.0 * cut / total
+
+
+def stop_cpu_s(prof, timeout=120):
+    """Stop a profiler (SIGINT) and return the CPU time of its whole life, every thread
+    (wait4)."""
+    prof.proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, ru = os.wait4(prof.proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            prof.proc.kill()
+            pid, status, ru = os.wait4(prof.proc.pid, 0)
+            break
+        time.sleep(0.05)
+    prof.proc.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime
+
+
+def unwind_bpf_cost(res, quick):
+    """ns per sample of the sampler program, the same deep recursion unwound with the tables
+    (built without frame pointers) and with frame pointers (built with them), one agent and
+    one workload at a time, the order alternating; and whether the stacks were whole.
+
+    The agent profiles the workload only (--pid): other processes' samples stop at the pid
+    filter. Their cost, measured meanwhile by a second agent that filters every sample out,
+    is taken from the total before it is divided by the workload's samples, so that other
+    processes on this shared machine neither dilute nor inflate the figure. Without that
+    subtraction the figure is an upper bound, kept in results.json ("upper_ns")."""
+    reps = 1 if quick else 3
+    seconds = 2 if quick else 8
+    cost = {m: {d: [] for d in UNWIND_DEPTHS} for m in ("dwarf", "fp")}
+    whole = {m: {d: [] for d in UNWIND_DEPTHS} for m in ("dwarf", "fp")}
+    share = {d: [] for d in UNWIND_DEPTHS}
+    details, tail_runs = [], 0
+    with bpf_stats():
+        # Filters out every sample: the one process it profiles sleeps.
+        sleeper = spawn(["sleep", "3600"])
+        floor = Ignis(100, "--unwind", "fp", "--pid", str(sleeper.pid), interval=60)
+        for depth in UNWIND_DEPTHS:
+            for rep in range(reps):
+                modes = [("dwarf", "nofp"), ("fp", "fp")]
+                if rep % 2:
+                    modes.reverse()
+                for mode, build in modes:
+                    w = spawn(unwind_deep(build, depth)(0), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+                    port = free_port()
+                    t0 = time.monotonic()
+                    a = Ignis(100, "--unwind", mode, "--pid", str(w.pid), "--metrics-address",
+                              f"127.0.0.1:{port}", interval=1)
+                    publish = None
+                    if mode == "dwarf":
+                        if wait_published(a.pid, [w.pid], 60) is None:
+                            log(f"unwind: pid {w.pid} not published in 60 s")
+                        else:
+                            publish = time.monotonic() - t0
+                    since = time.time_ns()
+                    after_window(a, port)	# the first window symbolizes the workload
+                    m0, r0 = after_window(a, port)
+                    f0 = prog_runs(floor.pid)
+                    time.sleep(seconds)
+                    m1, r1 = after_window(a, port)
+                    f1 = prog_runs(floor.pid)
+                    a.stop()
+                    w.stdin.close()
+                    w.stdout.read()
+                    w.wait()
+                    d = lambda name: metric_value(m1, name) - metric_value(m0, name)
+                    all_samples = d("ignis_samples_total")
+                    mine = (all_samples - d("ignis_samples_idle_total") -
+                            d("ignis_samples_filtered_total"))
+                    ns, runs, own = sample_cost(r0, r1)
+                    tail_runs += own
+                    filtered_ns = sample_cost(f0, f1)[0] or 0
+                    upper = ns * runs / mine if ns and mine else None
+                    ns = (ns * runs - (runs - mine) * filtered_ns) / mine if upper else None
+                    stacks = a.stacks(w.pid, since)
+                    pct, frames, cut = depth_check(stacks, depth)
+                    cost[mode][depth].append(ns)
+                    whole[mode][depth].append(pct)
+                    if mode == "dwarf" and all_samples:
+                        share[depth].append(100.0 * mine / all_samples)
+                    details.append({"depth": depth, "unwind": mode, "ns": ns, "upper_ns": upper,
+                                    "filtered_ns": filtered_ns, "runs": runs,
+                                    "samples": all_samples, "workload_samples": mine,
+                                    "whole_pct": pct, "median_frames": frames,
+                                    "truncated_pct": cut, "ignis_unwind_runs": own,
+                                    "published_after_start_s": publish})
+                    log(f"  unwind {mode} {depth} frames: {ns / 1000 if ns else 0:.2f} us per "
+                        f"sample (<= {upper / 1000 if upper else 0:.2f}; {mine:.0f} of "
+                        f"{all_samples:.0f} samples, {runs} runs, filtered ones "
+                        f"{filtered_ns / 1000:.2f} us), "
+                        f"{pct if pct is not None else 0:.1f} % whole, median {frames} frames, "
+                        f"{cut if cut is not None else 0:.1f} % truncated")
+        floor.stop()
+        sleeper.kill()
+        sleeper.wait()
+    res.data.setdefault("unwind", {})["bpf_runs"] = details
+    cmd = ("kernel.bpf_stats_enabled=1: ignis_sample's run_time_ns over the workload's "
+           f"samples, {seconds} s from the second window after its tables were published; "
+           f"unwind_deep DEPTH 0 {NCPU} (every CPU busy) under `ignis --pid` (other processes' "
+           "samples stop at the filter, their time subtracted at the cost per filtered sample "
+           "that a second agent filtering everything measured meanwhile), one agent and one "
+           "workload at a time")
+    tail = (f"ignis_unwind counted {tail_runs} runs of its own (tail calls run inside "
+            "ignis_sample's invocation and are timed with it)")
+    us = lambda v: [x / 1000 for x in v if x]
+    for depth in UNWIND_DEPTHS:
+        res.add(f"unwind_bpf_us_tables_{depth}", f"BPF cost per sample, {depth}-frame stacks, "
+                "unwind tables (--unwind dwarf, no frame pointers)", "us",
+                us(cost["dwarf"][depth]), cmd, note=tail,
+                target="<= 10 us (issue 8)" if depth == 30 else None)
+        res.add(f"unwind_bpf_us_fp_{depth}", f"BPF cost per sample, {depth}-frame stacks, "
+                "frame pointers (--unwind fp)", "us", us(cost["fp"][depth]), cmd)
+        res.add(f"unwind_bpf_ratio_{depth}", f"BPF cost ratio tables / frame pointers, "
+                f"{depth} frames", "ratio", [a / b for a, b in
+                                             zip(cost["dwarf"][depth], cost["fp"][depth])
+                                             if a and b], "same repetitions")
+        res.add(f"unwind_whole_tables_{depth}", f"workload samples with all {depth} frames, "
+                "unwind tables", "%", whole["dwarf"][depth],
+                "spin <- descend x (DEPTH - 2) <- worker in the agent's pprof, windows after "
+                "the tables were published", target=">= 99 %")
+        res.add(f"unwind_whole_fp_{depth}", f"workload samples with all {depth} frames, "
+                "frame pointers", "%", whole["fp"][depth], "as above")
+        res.add(f"unwind_share_{depth}", f"workload's share of the samples timed, "
+                f"{depth} frames, tables", "%", share[depth],
+                "(samples - idle - filtered) / samples, ignis's metrics over the same windows")
+
+
+def big_cxx_binary():
+    """A large C++ ELF from a package `make deps` installs (libllvm14 comes with clang)."""
+    for path in ("/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", "/usr/bin/gdb"):
+        if os.path.exists(path):
+            return path
+    cc1plus = sorted(glob.glob("/usr/lib/gcc/x86_64-linux-gnu/*/cc1plus"), key=os.path.getsize)
+    return cc1plus[-1] if cc1plus else None
+
+
+def unwind_tables(res, quick):
+    """Table build time and size for libc, liblzma and a large C++ library (unwind_dump:
+    the symbolizer's table builder alone, a fresh process each run, the files in the page
+    cache after the first)."""
+    reps = 1 if quick else 5
+    objects = [("libc", "/lib/x86_64-linux-gnu/libc.so.6"),
+               ("liblzma", "/lib/x86_64-linux-gnu/liblzma.so.5"), ("cxx", big_cxx_binary())]
+    objects = [(k, p) for k, p in objects if p and os.path.exists(p)]
+    runs = {k: [] for k, _ in objects}
+    for _ in range(reps):
+        out = subprocess.run([UNWIND_DUMP] + [p for _, p in objects], capture_output=True,
+                             text=True).stdout
+        for (key, path), line in zip(objects, out.splitlines()):
+            fields = dict(kv.split("=", 1) for kv in line.split(": ", 1)[1].split() if "=" in kv)
+            if "rows" not in fields:
+                log(f"unwind: {line}")
+                continue
+            runs[key].append(fields)
+    capacity = (12 << 20) // ROW_BYTES	# --unwind-table-size's default, 12 MiB
+    for key, path in objects:
+        if not runs[key]:
+            continue
+        f = runs[key][0]
+        rows, cfi = int(f["rows"]), int(f["cfi_bytes"])
+        name = os.path.basename(path)
+        cmd = (f"build/tests/unwind_dump {path}: {f['fdes']} FDEs, {f['unsupported']} rows "
+               f"the unwinder does not follow, from {f['source']}")
+        res.add(f"unwind_rows_{key}", f"unwind table of {name}: rows", "rows", [rows], cmd)
+        res.add(f"unwind_map_kib_{key}", f"  bytes in the BPF map (rows x {ROW_BYTES})", "KiB",
+                [rows * ROW_BYTES / 1024], cmd)
+        res.add(f"unwind_cfi_kib_{key}", f"  .eh_frame it came from", "KiB", [cfi / 1024], cmd)
+        res.add(f"unwind_build_ms_{key}", f"  build time", "ms",
+                [float(r["build_ms"]) for r in runs[key]], cmd + f", {reps} runs")
+        res.add(f"unwind_capacity_{key}", f"  share of the default row map (12 MiB, "
+                f"{capacity} rows)", "%", [100.0 * rows / capacity], cmd)
+        ms = statistics.median(float(r["build_ms"]) for r in runs[key])
+        log(f"unwind table {name}: {rows} rows, {rows * ROW_BYTES / 1024:.0f} KiB from "
+            f"{cfi / 1024:.0f} KiB of CFI in {ms:.1f} ms")
+
+
+def pids_seen(agent, seen, read):
+    """Add to seen the pids with samples in the agent's profiles not read before."""
+    for f in sorted(os.listdir(agent.out)):
+        if not f.endswith(".pb.gz") or f in read:
+            continue
+        read.add(f)
+        p = subprocess.run([os.path.join(BUILD, "tests", "pprof_dump"),
+                            os.path.join(agent.out, f)], capture_output=True, text=True)
+        seen.update(s["labels"].get("pid") for s in json.loads(p.stdout)["samples"])
+
+
+def unwind_memory(res, quick):
+    """The agent's memory with the tables of many distinct binaries: UNWIND_MANY_N programs
+    (each its own build ID, no frame pointers) burn 30 ms each, then sleep, under an agent
+    with the table unwinder and one without, side by side."""
+    interval = 1 if quick else 5
+    programs = sorted(os.listdir(UNWIND_MANY), key=lambda n: int(n.rsplit("_", 1)[1]))
+    port = free_port()
+    dwarf = Ignis(100, "--unwind", "dwarf", "--metrics-address", f"127.0.0.1:{port}",
+                  interval=interval)
+    port_fp = free_port()
+    fp = Ignis(100, "--unwind", "fp", "--metrics-address", f"127.0.0.1:{port_fp}",
+               interval=interval)
+    time.sleep(interval + 1)	# past both agents' start-up and first window
+    base = {a: proc_status(a.pid, "VmRSS") for a in (dwarf, fp)}
+    before = metrics_text(port)
+    procs = [spawn([os.path.join(UNWIND_MANY, n), "30", "900"]) for n in programs]
+    pids = {p.pid for p in procs}
+    t0 = time.monotonic()
+    deadline = t0 + (60 if quick else 120)
+    seen, read, pokes, poked = set(), set(), 0, t0
+    while True:
+        time.sleep(0.5)
+        pids_seen(fp, seen, read)
+        missing = (pids - unwind_published(dwarf.pid)) | (pids - seen)
+        if not missing or time.monotonic() > deadline:
+            break
+        if time.monotonic() - poked > interval + 3:	# not sampled: burn again
+            for p in procs:
+                if p.pid in missing:
+                    p.send_signal(signal.SIGUSR1)
+                    pokes += 1
+            poked = time.monotonic()
+    onboard = time.monotonic() - t0
+    time.sleep(interval + 1)	# a window with them all, symbolized by both agents
+    published = len(pids & unwind_published(dwarf.pid))
+    pids_seen(fp, seen, read)
+    rss = {a: proc_status(a.pid, "VmRSS") for a in (dwarf, fp)}
+    hwm = {a: proc_status(a.pid, "VmHWM") for a in (dwarf, fp)}
+    parts = {a: {k: proc_status(a.pid, k) for k in ("RssAnon", "RssFile", "RssShmem")}
+             for a in (dwarf, fp)}
+    mapped = {a: bpf_map_rss_kib(a.pid) for a in (dwarf, fp)}
+    after, after_fp = metrics_text(port), metrics_text(port_fp)
+    maps = agent_maps(dwarf.pid)
+    memlock = {a: map_memlock(a.pid) for a in (dwarf, fp)}
+    for p in procs:
+        p.kill()
+        p.wait()
+    dwarf.stop()
+    fp.stop()
+    m = lambda text, name: metric_value(text, name) or 0
+    n = len(programs)
+    cmd = (f"{n} programs (unwind_many_N, -DVARIANT=N, -fomit-frame-pointer) burning 30 ms "
+           f"then sleeping, under `ignis --unwind dwarf` and `ignis --unwind fp` at once "
+           f"(--interval {interval}), read a window after all were taken on "
+           f"({onboard:.1f} s, {pokes} bursts asked again)")
+    mib = lambda kib: kib / 1024
+    res.data.setdefault("unwind", {})["programs"] = n
+    res.add("unwind_many_published", f"of {n} distinct programs, published with tables",
+            "programs", [published], cmd + f"; {len(pids & seen)} seen by the fp agent",
+            target=f"= {n}")
+    split = lambda a: (f"VmRSS = RssAnon {mib(parts[a]['RssAnon']):.1f} + RssFile "
+                       f"{mib(parts[a]['RssFile']):.1f} + RssShmem {mib(parts[a]['RssShmem']):.1f}"
+                       f" MiB, of which BPF maps mmap'ed {mib(mapped[a]):.1f} MiB; VmHWM "
+                       f"{mib(hwm[a]):.1f} MiB")
+    res.add("unwind_many_rss_dwarf", f"agent RSS with {n} more binaries, --unwind dwarf",
+            "MiB", [mib(rss[dwarf])], cmd + f" ({split(dwarf)})")
+    res.add("unwind_many_rss_fp", f"agent RSS with {n} more binaries, --unwind fp", "MiB",
+            [mib(rss[fp])], cmd + f" ({split(fp)})")
+    res.add("unwind_many_rss_delta", "  RSS, dwarf - fp", "MiB", [mib(rss[dwarf] - rss[fp])],
+            cmd)
+    res.add("unwind_many_own_dwarf", "  RSS without the mmap'ed BPF maps, dwarf", "MiB",
+            [mib(rss[dwarf] - mapped[dwarf])], cmd + "; VmRSS minus the Rss of its "
+            "anon_inode:bpf-map mappings (smaps): the unwinder maps the row map read-only, "
+            "kernel memory counted with the maps below")
+    res.add("unwind_many_own_fp", "  RSS without the mmap'ed BPF maps, fp", "MiB",
+            [mib(rss[fp] - mapped[fp])], cmd + "; as above")
+    res.add("unwind_many_own_delta", "  RSS without the mmap'ed BPF maps, dwarf - fp", "MiB",
+            [mib(rss[dwarf] - mapped[dwarf] - rss[fp] + mapped[fp])], cmd)
+    res.add("unwind_many_rss_growth_dwarf", f"  RSS growth while the {n} start, dwarf", "MiB",
+            [mib(rss[dwarf] - base[dwarf])], cmd + "; VmRSS minus VmRSS before they started")
+    res.add("unwind_many_rss_growth_fp", f"  RSS growth while the {n} start, fp", "MiB",
+            [mib(rss[fp] - base[fp])], cmd + "; as above")
+    res.add("unwind_many_tables", "unwind tables in BPF (ignis_unwind_tables)", "tables",
+            [m(after, "ignis_unwind_tables")], cmd + f"; {m(before, 'ignis_unwind_tables'):.0f} "
+            f"before the programs started (this host's other processes)")
+    res.add("unwind_many_rows", "  rows (ignis_unwind_table_rows)", "rows",
+            [m(after, "ignis_unwind_table_rows")],
+            cmd + f"; {m(before, 'ignis_unwind_table_rows'):.0f} before, capacity "
+            f"{m(after, 'ignis_unwind_table_rows_capacity'):.0f}, "
+            f"{m(after, 'ignis_unwind_tables_evicted_total'):.0f} tables evicted, "
+            f"{m(after, 'ignis_unwind_table_errors_total'):.0f} without a table, "
+            f"{m(after, 'ignis_unwind_table_build_seconds_total'):.2f} s building")
+    res.add("unwind_many_processes", "  processes unwound with tables (ignis_unwind_processes)",
+            "processes", [m(after, "ignis_unwind_processes")], cmd)
+    res.add("unwind_many_map_mib_dwarf", "BPF map memory, --unwind dwarf (ignis_bpf_map_bytes)",
+            "MiB", [m(after, "ignis_bpf_map_bytes") / 1048576],
+            cmd + f"; memlock of the maps it holds (fdinfo): {memlock[dwarf] / 1048576:.1f} MiB")
+    res.add("unwind_many_map_mib_fp", "BPF map memory, --unwind fp", "MiB",
+            [m(after_fp, "ignis_bpf_map_bytes") / 1048576],
+            cmd + f"; memlock of the maps it holds (fdinfo): {memlock[fp] / 1048576:.1f} MiB")
+    rows = maps.get("unwind_rows", {})
+    if rows.get("max_entries"):
+        info = (f"unwind_rows: value {rows.get('bytes_value')} bytes, {rows['max_entries']} "
+                f"entries, {rows.get('bytes_memlock')} bytes memlock (bpftool map show)")
+        res.add("unwind_row_bytes", "bytes per row in the BPF map (value size)", "bytes",
+                [rows.get("bytes_value")], info, target="<= 16")
+        res.add("unwind_row_bytes_kernel", "kernel bytes per row (memlock / entries)", "bytes",
+                [round(rows.get("bytes_memlock", 0) / rows["max_entries"], 2)], info,
+                target="<= 16",
+                note="an array map stores each value rounded up to 8 bytes")
+    log(f"unwind {n} binaries: {published} published, RSS dwarf {mib(rss[dwarf]):.1f} MiB, "
+        f"fp {mib(rss[fp]):.1f} MiB; {m(after, 'ignis_unwind_tables'):.0f} tables, "
+        f"{m(after, 'ignis_unwind_table_rows'):.0f} rows")
+
+
+def unwind_overhead(res, quick):
+    """The 30-frame workload without frame pointers alone and under ignis --unwind dwarf or
+    perf record --call-graph dwarf, interleaved pairs (as the overhead section), measured
+    once the profiler has taken the workload on; and each profiler's own CPU meanwhile."""
+    pairs = 1 if quick else 3
+    seconds = 2 if quick else 6
+    rounds = calibrate(seconds, unwind_deep("nofp", 30), trial=2000)
+    cmd = unwind_deep("nofp", 30, wait=True)
+    tools = {"ignis": (lambda: Ignis(100, "--unwind", "dwarf", interval=60),
+                       "ignis --frequency 100 --unwind dwarf"),
+             "perf": (lambda: Perf(100, "--call-graph", "dwarf"),
+                      "perf record -F 100 -a --call-graph dwarf")}
+    log(f"unwind overhead: unwind_deep 30 {rounds} x {NCPU} threads (~{seconds} s), "
+        f"{pairs} pairs")
+    found, waits = {}, []
+    with bpf_stats():
+        for name, (start, text) in tools.items():
+            cpu, total, process_only = [], [], []
+
+            def ready(prof, w):
+                """Once the profiler has the workload (ignis: its tables published)."""
+                if isinstance(prof, Ignis):
+                    waits.append(wait_published(prof.pid, [w.pid], 60))
+                else:
+                    time.sleep(0.5)
+                if prof:
+                    prof.cpu0, prof.t0 = proc_cpu_ns(prof.pid), time.monotonic()
+                    prof.bpf0 = prog_runs(prof.pid) if isinstance(prof, Ignis) else {}
+
+            def observe(prof, w):
+                end, elapsed = proc_cpu_ns(prof.pid), time.monotonic() - prof.t0
+                used = (end - prof.cpu0) / 1e9
+                process_only.append(100.0 * used / elapsed)
+                if isinstance(prof, Ignis):
+                    after = prog_runs(prof.pid)
+                    used += sum(after[k][1] - prof.bpf0.get(k, (0, 0))[1] for k in after) / 1e9
+                cpu.append(100.0 * used / elapsed)
+                # wait4's rusage covers every thread of the whole life, schedstat the live
+                # ones: the difference is what stopping cost.
+                total.append(used + stop_cpu_s(prof) - end / 1e9)
+
+            runs = paired_runs(pairs, start, lambda prof: Workload(
+                rounds, cmd, ready=lambda w: ready(prof, w)), observe)
+            wall, wcpu = slowdowns(runs)
+            found[name] = {"throughput": [base.cpu / tool.cpu for base, tool in runs],
+                           "total": total}
+            what = (f"unwind_deep 30 (no frame pointers) alone vs under `{text}`, {pairs} "
+                    "interleaved pairs, timed from when the profiler had it")
+            res.add(f"unwind_ovh_wall_{name}", f"slowdown, wall time, {name} (dwarf call "
+                    "graphs)", "%", wall, what)
+            res.add(f"unwind_ovh_cpu_{name}", f"slowdown, workload CPU time, {name}", "%",
+                    wcpu, what + "; getrusage of the measured rounds")
+            how = ("agent process CPU (schedstat) + its BPF programs' run_time_ns (the process "
+                   f"alone: {statistics.median(process_only):.2f} %)" if name == "ignis" else
+                   "the perf process (schedstat; its in-kernel stack copies are charged to the "
+                   "workload, see its slowdown)")
+            res.add(f"unwind_ovh_prof_{name}", f"{name}'s own CPU while the workload runs",
+                    "% of one core", cpu, f"{what}; {how}")
+            res.add(f"unwind_ovh_total_{name}", f"{name}'s CPU for the run, stopping included",
+                    "s", total, "as above, plus the CPU its exit took (ignis: the last "
+                    "window; perf: finishing perf.data), wait4")
+            log(f"  {name}: wall {statistics.median(wall):+.1f} %, cpu "
+                f"{statistics.median(wcpu):+.1f} %, own CPU {statistics.median(cpu):.2f} %, "
+                f"{statistics.median(total):.3f} s with stopping")
+    res.add("unwind_ovh_ratio_cpu", "profiler CPU ratio ignis / perf, stopping included",
+            "ratio", [a / b for a, b in zip(found["ignis"]["total"], found["perf"]["total"])
+                      if b], "pair by pair", target="<= 1")
+    res.add("unwind_ovh_ratio_throughput", "workload throughput ratio under ignis / under perf",
+            "ratio", [a / b for a, b in zip(found["ignis"]["throughput"],
+                                             found["perf"]["throughput"])],
+            "rounds per CPU-second, each relative to its own run alone, pair by pair",
+            target=">= 1")
+    res.add("unwind_publish_s", "time from a new process's start to its tables in BPF",
+            "s", [x for x in waits if x is not None], "unwind_deep started under a running "
+            "host-wide `ignis --unwind dwarf`, until its tgid is in unwind_procs (bpftool map "
+            f"dump); the tables queued before its own included; {waits.count(None)} not "
+            "published within 60 s")
+
+
+def unwind(res, quick):
+    took = []
+    for part in (unwind_tables, unwind_bpf_cost, unwind_memory, unwind_overhead):
+        t0 = time.monotonic()
+        part(res, quick)
+        took.append(f"{part.__name__} {time.monotonic() - t0:.0f} s")
+    log("unwind: " + ", ".join(took))
+
+
+# ---- 8: the README section --------------------------------------------------------------------
 
 def fmt(fig):
     if fig.get("n", 0) == 0:
@@ -801,6 +1380,17 @@ def verdicts(res):
     for hz in (100, 1000):
         at_most(f"share_error_ignis_{hz}", 2)
         at_most(f"loss_ignis_{hz}", 0.1)
+    at_least = lambda key, limit: rule(key, med(key) is not None and med(key) >= limit)
+    at_most("unwind_bpf_us_tables_30", 10)
+    for depth in UNWIND_DEPTHS:
+        at_least(f"unwind_whole_tables_{depth}", 99)
+    at_most("unwind_row_bytes", 16)
+    at_most("unwind_row_bytes_kernel", 16)
+    programs = res.data.get("unwind", {}).get("programs")
+    if programs:
+        rule("unwind_many_published", med("unwind_many_published") == programs)
+    at_most("unwind_ovh_ratio_cpu", 1)
+    at_least("unwind_ovh_ratio_throughput", 1)
     return out
 
 
@@ -843,6 +1433,20 @@ def report(res, quick):
          [k for k in figs if k.startswith("upload_")]),
         ("Symbolization (DWARF with inline frames) against eu-addr2line and addr2line",
          [k for k in figs if k.startswith("sym_")]),
+        ("Table unwinder: BPF cost per sample, the same recursion without frame pointers "
+         "(tables) and with them",
+         [f"unwind_{x}_{d}" for d in UNWIND_DEPTHS
+          for x in ("bpf_us_tables", "bpf_us_fp", "bpf_ratio", "whole_tables", "whole_fp",
+                    "share")]),
+        ("Table unwinder: tables (unwind_dump)",
+         [f"unwind_{x}_{k}" for k in ("libc", "liblzma", "cxx")
+          for x in ("rows", "map_kib", "cfi_kib", "build_ms", "capacity")] +
+         ["unwind_row_bytes", "unwind_row_bytes_kernel"]),
+        (f"Table unwinder: agent memory with {res.data.get('unwind', {}).get('programs', 200)} "
+         "distinct binaries",
+         [k for k in figs if k.startswith("unwind_many_")]),
+        ("Table unwinder: overhead beside perf record --call-graph dwarf (30 frames, 100 Hz)",
+         [k for k in figs if k.startswith("unwind_ovh_")] + ["unwind_publish_s"]),
         ("Accuracy and loss",
          [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
           for x in ("share_error_pooled", "share_error", "complete_stacks")] +
@@ -875,7 +1479,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only",
-                        help="comma-separated sections: overhead,bpf,agent,window,upload,symbols")
+                        help="comma-separated sections: "
+                        "overhead,bpf,agent,window,upload,symbols,unwind")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite the README section from build/bench/results.json")
@@ -886,7 +1491,7 @@ def main():
             res.data = json.load(f)
         update_readme(report(res, res.data.get("quick", False)))
         return
-    every = {"overhead", "bpf", "agent", "window", "upload", "symbols"}
+    every = {"overhead", "bpf", "agent", "window", "upload", "symbols", "unwind"}
     only = set(args.only.split(",")) if args.only else every
     if os.geteuid() != 0:
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
@@ -905,6 +1510,8 @@ def main():
             upload(res, args.quick)
         if "symbols" in only:
             symbolization(res, args.quick)
+        if "unwind" in only:
+            unwind(res, args.quick)
     finally:
         reap()
         shutil.rmtree(TMP, ignore_errors=True)
@@ -919,7 +1526,7 @@ def main():
         if last.get("quick") == args.quick:
             last["figures"].update(res.data["figures"])
             res.data["figures"] = last["figures"]
-            for key in ("accounting",):
+            for key in ("accounting", "unwind"):
                 res.data.setdefault(key, last.get(key))
     res.data["targets"] = verdicts(res)
     with open(path, "w") as f:

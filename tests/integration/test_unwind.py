@@ -90,6 +90,28 @@ def test_deep_chain_without_frame_pointers_matches_perf_dwarf():
           "the workload does not test the tables")
 
 
+def test_samples_in_the_kernel_unwind_from_the_saved_user_registers():
+    """deep's hot function in system calls: most samples hit the kernel, where the user
+    stack starts from the registers the task entered the kernel with (bpf_task_pt_regs);
+    under them the whole chain, as for samples in user mode."""
+    agent, _, pid = run_with_agent([workload("deep"), "3", "sys"])
+    kernel = good = 0
+    for p in profiles_of(agent):
+        for s in p.samples(pid=pid):
+            leaf = p.locations[s["locations"][0]]
+            mapping = p.mappings.get(leaf["mapping"])
+            if not mapping or mapping["file"] != "[kernel.kallsyms]":
+                continue
+            kernel += s["count"]
+            frames = p.frames(s)
+            if "deep_hot" in frames and frames[-1] in ROOTS and \
+                    frames[frames.index("deep_hot"):][:len(DEEP_CHAIN)] == DEEP_CHAIN:
+                good += s["count"]
+    check(kernel > 100, f"only {kernel} samples in the kernel")
+    check(good >= 0.9 * kernel,
+          f"{good} of {kernel} kernel samples have deep's whole chain under them")
+
+
 def test_library_without_frame_pointers_has_the_program_as_caller():
     """A hot loop inside Debian's liblzma (built without frame pointers), called from the
     program: the program's frames are the callers (rootward) of the library's frames."""

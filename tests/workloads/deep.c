@@ -5,14 +5,21 @@
  * none inlined and none a tail call, so every level is a real frame that only the table
  * unwinder (or perf --call-graph dwarf) can find.
  *
- *   deep [SECONDS]   burn CPU for SECONDS (default 10)
+ *   deep [SECONDS]       burn CPU for SECONDS (default 10)
+ *   deep SECONDS sys     the same, but deep_hot spends its time in system calls, so most
+ *                        samples hit the kernel and the user stack starts from the
+ *                        registers saved at kernel entry
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "workload.h"
 
 static volatile uint64_t sink;
+static int in_kernel;
 
 /* Keeps rbp busy as a general register, as code without frame pointers does. */
 NOINLINE uint64_t deep_hot(uint64_t n)
@@ -20,6 +27,11 @@ NOINLINE uint64_t deep_hot(uint64_t n)
 	uint64_t a = n, b = n ^ 0x9e3779b97f4a7c15ULL, c = 1, d = 3, e = 5, f = 7;
 	int i;
 
+	if (in_kernel) {
+		for (i = 0; i < 2000; i++)
+			a += (uint64_t)syscall(SYS_getppid);
+		return a;
+	}
 	for (i = 0; i < 200000; i++) {
 		a = a * 6364136223846793005ULL + 1442695040888963407ULL;
 		b ^= a >> 13;
@@ -67,6 +79,7 @@ int main(int argc, char **argv)
 	double seconds = arg_seconds(argc, argv, 1, 10);
 	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9), n = 0;
 
+	in_kernel = argc > 2 && !strcmp(argv[2], "sys");
 	while (mono_ns() < end)
 		sink = level_a(n++);
 	printf("%llu\n", (unsigned long long)sink);

@@ -152,6 +152,10 @@ struct uw_state {
 	__u32 bp_valid;	      /* 0: rbp is unknown (a row said it was clobbered) */
 	__u32 exact;	      /* pc is an interrupted instruction, not a return address */
 	__u32 pad;
+	/* The mapping of the last frame: consecutive frames are often in one object. */
+	__u64 m_start, m_end; /* m_end 0: none */
+	__u64 m_base;
+	__u32 m_row_start, m_nr_rows;
 	struct ignis_sample_key key;
 };
 
@@ -455,25 +459,32 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	__s64 off;
 	int mi, ri;
 
-	mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
-	if (mi < 0) {
+	if (pc < uw->m_start || pc >= uw->m_end) {
+		mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
+		if (mi < 0) {
+			stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
+			return step_frame_pointer(uw);
+		}
+		idx = (__u32)mi;
+		m = bpf_map_lookup_elem(&unwind_maps, &idx);
+		if (!m)
+			return STEP_TRUNCATED;
+		if (m->tgid != uw->tgid || m->version != uw->version) {
+			stat_inc(uw->gen, STAT_UNWIND_STALE);
+			return STEP_TRUNCATED;
+		}
+		uw->m_start = m->start;
+		uw->m_end = m->end;
+		uw->m_base = m->base;
+		uw->m_row_start = m->row_start;
+		uw->m_nr_rows = m->nr_rows;
+	}
+	if (!uw->m_nr_rows) {
 		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
 		return step_frame_pointer(uw);
 	}
-	idx = (__u32)mi;
-	m = bpf_map_lookup_elem(&unwind_maps, &idx);
-	if (!m)
-		return STEP_TRUNCATED;
-	if (m->tgid != uw->tgid || m->version != uw->version) {
-		stat_inc(uw->gen, STAT_UNWIND_STALE);
-		return STEP_TRUNCATED;
-	}
-	if (!m->nr_rows) {
-		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
-		return step_frame_pointer(uw);
-	}
-	rel = pc - m->base;
-	ri = rel >> 32 ? -1 : unwind_find_row(m->row_start, m->nr_rows, (__u32)rel);
+	rel = pc - uw->m_base;
+	ri = rel >> 32 ? -1 : unwind_find_row(uw->m_row_start, uw->m_nr_rows, (__u32)rel);
 	idx = (__u32)ri;
 	row = ri < 0 ? NULL : bpf_map_lookup_elem(&unwind_rows, &idx);
 	if (!row || (row->type & 15) == UNWIND_CFA_NONE) {
@@ -652,6 +663,7 @@ static __always_inline int start_unwind(struct bpf_perf_event_data *ctx, __u32 g
 	uw->gen = g;
 	uw->bp_valid = 1;
 	uw->exact = 0;
+	uw->m_start = uw->m_end = 0;
 	uw->key = *key;
 	cs->stack.ips[0] = uw->pc;
 	cs->stack.len = 1;

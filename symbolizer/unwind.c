@@ -19,6 +19,16 @@
  * interpreter reports), which also applies the ABI's initial rules. A pc covered by no FDE
  * gets a "no CFI" row, so the unwinder can tell code without CFI (hand-written assembly,
  * JIT code) from code it knows. Consecutive rows with the same rules are merged.
+ *
+ * libdw trusts the register numbers the CFI names: for each one it grows the frame state to
+ * that many registers (up to 2^27 of 16 bytes, zeroed) on every lookup, so one hostile FDE
+ * costs gigabytes and seconds per row (found by tests/fuzz/fuzz_unwind.c). Every CIE's and
+ * FDE's instructions are therefore decoded here first (check_program()), and the walk stops
+ * at the first entry that names a register beyond the psABI's or that cannot be decoded.
+ * For that check to cover everything libdw reads, libdw is given a copy of the section in
+ * an ELF image of its own (cfi_image_new()): no .eh_frame_hdr table that could send it to
+ * other offsets, no second section of the same name; it then reads the entries in the same
+ * order as walk_fdes().
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -36,10 +46,14 @@
 
 /* Caps on hostile input: FDEs and rows beyond these are not read (the rest of the object
  * then has no rows, as if it had no CFI there). */
-#define MAX_FDES	(4U << 20)
-#define MAX_ROWS	(16U << 20)
-#define MAX_CIES	65536
-#define MAX_FDE_ROWS	65536 /* rows of one FDE */
+#define MAX_FDES     (4U << 20)
+#define MAX_ROWS     (16U << 20)
+#define MAX_CIES     65536
+#define MAX_FDE_ROWS 65536 /* rows of one FDE */
+/* The highest register number the CFI may name: the psABI's table ends below 130. */
+#define MAX_REGNO 255
+/* libdw reads a LEB128 number in at most this many bytes. */
+#define MAX_LEB_BYTES 10
 
 /* DW_EH_PE_* pointer encodings (LSB Core §10.5.1). */
 #define DW_EH_PE_omit	  0xff
@@ -58,7 +72,8 @@
 struct cie_enc {
 	Dwarf_Off offset;
 	uint8_t enc; /* DW_EH_PE_* of the FDEs' initial_location and address_range */
-	bool ok;     /* the augmentation was understood */
+	bool sized;  /* 'z': the FDEs have augmentation data (a ULEB128 length, then bytes) */
+	bool ok;     /* the augmentation was understood and the instructions checked */
 };
 
 struct builder {
@@ -116,8 +131,8 @@ static int read_sleb(const uint8_t **p, const uint8_t *end, int64_t *v)
  * length. Returns 0, or -EINVAL for an encoding this reader does not know (indirect,
  * datarel and the like: no x86_64 compiler emits them in an FDE) or a value past end.
  */
-static int read_encoded(const struct builder *b, const uint8_t **p, const uint8_t *end,
-			uint8_t enc, bool apply, uint64_t *v)
+static int read_encoded(const struct builder *b, const uint8_t **p, const uint8_t *end, uint8_t enc,
+			bool apply, uint64_t *v)
 {
 	const uint8_t *field = *p;
 	uint64_t u = 0;
@@ -176,6 +191,113 @@ static int read_encoded(const struct builder *b, const uint8_t **p, const uint8_
 	return 0;
 }
 
+/* A LEB128 operand as libdw reads it (at most MAX_LEB_BYTES); with regno, a register number. */
+static int skip_leb(const uint8_t **p, const uint8_t *end, bool is_signed, bool regno)
+{
+	const uint8_t *start = *p;
+	uint64_t u = 0;
+	int64_t s;
+
+	if (is_signed ? read_sleb(p, end, &s) : read_uleb(p, end, &u))
+		return -EINVAL;
+	if (*p - start > MAX_LEB_BYTES || (regno && u > MAX_REGNO))
+		return -EINVAL;
+	return 0;
+}
+
+/* A DW_FORM_block operand: a ULEB128 length, then that many bytes. */
+static int skip_block(const uint8_t **p, const uint8_t *end)
+{
+	const uint8_t *start = *p;
+	uint64_t len;
+
+	if (read_uleb(p, end, &len) || *p - start > MAX_LEB_BYTES || len > (uint64_t)(end - *p))
+		return -EINVAL;
+	*p += len;
+	return 0;
+}
+
+/*
+ * Decode a CFA program (DWARF 5 §6.4.2) without running it: 0 when every instruction is one
+ * libdw knows, its operands lie within [p, end) and every register it names is at most
+ * MAX_REGNO; -EINVAL otherwise. enc is the CIE's pointer encoding, for DW_CFA_set_loc.
+ */
+static int check_program(const struct builder *b, uint8_t enc, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t len;
+	int err = 0;
+
+	while (p < end && !err) {
+		uint8_t op = *p++;
+
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+		case DW_CFA_restore: /* the register is in the low 6 bits */
+			continue;
+		case DW_CFA_offset:
+			err = skip_leb(&p, end, false, false);
+			continue;
+		}
+		switch (op) {
+		case DW_CFA_nop:
+		case DW_CFA_remember_state:
+		case DW_CFA_restore_state:
+		case DW_CFA_GNU_window_save:
+			break;
+		case DW_CFA_set_loc:
+			err = read_encoded(b, &p, end, enc, false, &len);
+			break;
+		case DW_CFA_advance_loc1:
+		case DW_CFA_advance_loc2:
+		case DW_CFA_advance_loc4:
+		case DW_CFA_MIPS_advance_loc8:
+			len = op == DW_CFA_MIPS_advance_loc8 ? 8 : 1U << (op - DW_CFA_advance_loc1);
+			err = (uint64_t)(end - p) < len ? -EINVAL : 0;
+			p += err ? 0 : len;
+			break;
+		case DW_CFA_restore_extended:
+		case DW_CFA_undefined:
+		case DW_CFA_same_value:
+			err = skip_leb(&p, end, false, true);
+			break;
+		case DW_CFA_offset_extended:
+		case DW_CFA_val_offset:
+		case DW_CFA_GNU_negative_offset_extended:
+		case DW_CFA_register:
+			err = skip_leb(&p, end, false, true) ?: skip_leb(&p, end, false, false);
+			break;
+		case DW_CFA_offset_extended_sf:
+		case DW_CFA_val_offset_sf:
+			err = skip_leb(&p, end, false, true) ?: skip_leb(&p, end, true, false);
+			break;
+		case DW_CFA_def_cfa: /* the CFA register is a number libdw only stores */
+			err = skip_leb(&p, end, false, false) ?: skip_leb(&p, end, false, false);
+			break;
+		case DW_CFA_def_cfa_sf:
+			err = skip_leb(&p, end, false, false) ?: skip_leb(&p, end, true, false);
+			break;
+		case DW_CFA_def_cfa_register:
+		case DW_CFA_def_cfa_offset:
+		case DW_CFA_GNU_args_size:
+			err = skip_leb(&p, end, false, false);
+			break;
+		case DW_CFA_def_cfa_offset_sf:
+			err = skip_leb(&p, end, true, false);
+			break;
+		case DW_CFA_expression:
+		case DW_CFA_val_expression:
+			err = skip_leb(&p, end, false, true) ?: skip_block(&p, end);
+			break;
+		case DW_CFA_def_cfa_expression:
+			err = skip_block(&p, end);
+			break;
+		default:
+			err = -EINVAL;
+		}
+	}
+	return err;
+}
+
 /* The FDE pointer encoding a CIE's augmentation sets ('R'); absptr when it sets none. */
 static int remember_cie(struct builder *b, Dwarf_Off offset, const Dwarf_CIE *cie)
 {
@@ -184,6 +306,7 @@ static int remember_cie(struct builder *b, Dwarf_Off offset, const Dwarf_CIE *ci
 	int err;
 
 	if (b->eh_frame && aug && aug[0] == 'z') {
+		ce.sized = true;
 		const uint8_t *p = cie->augmentation_data;
 		const uint8_t *end = p ? p + cie->augmentation_data_size : NULL;
 
@@ -217,9 +340,13 @@ static int remember_cie(struct builder *b, Dwarf_Off offset, const Dwarf_CIE *ci
 				ce.ok = false;
 			}
 		}
-	} else if (b->eh_frame && aug && aug[0]) {
-		ce.ok = false; /* the pre-'z' "eh" augmentation: not produced for x86_64 */
+	} else if (aug && aug[0]) {
+		/* The pre-'z' "eh" augmentation: not produced for x86_64; none in .debug_frame. */
+		ce.ok = false;
 	}
+	if (ce.ok)
+		ce.ok = !check_program(b, ce.enc, cie->initial_instructions,
+				       cie->initial_instructions_end);
 	if (b->nr_cies >= MAX_CIES)
 		return -E2BIG;
 	err = sym_grow((void **)&b->cies, &b->cap_cies, b->nr_cies + 1, sizeof(*b->cies));
@@ -497,26 +624,36 @@ static int walk_fdes(struct builder *b, Elf *elf)
 		cie = find_cie(b, e.fde.CIE_pointer);
 		p = e.fde.start;
 		end = e.fde.end;
+		/*
+		 * An FDE whose instructions could not be checked stops the walk: libdw, which
+		 * finds FDEs by address, could pick it for an address of a later one. What was
+		 * read is kept; the rest of the object has no rules.
+		 */
 		if (!cie || !cie->ok) {
 			b->t->fde_errors++;
-			continue;
+			return 0;
 		}
 		if (b->eh_frame) {
 			if (read_encoded(b, &p, end, cie->enc, true, &lo) ||
 			    read_encoded(b, &p, end, cie->enc & 0x0f, false, &len)) {
 				b->t->fde_errors++;
-				continue;
+				return 0;
 			}
 		} else {
 			if (end - p < 16) {
 				b->t->fde_errors++;
-				continue;
+				return 0;
 			}
 			memcpy(&lo, p, 8);
 			memcpy(&len, p + 8, 8);
+			p += 16;
 		}
 		if (!len || lo + len < lo)
-			continue; /* empty (a discarded function's leftover) or wrapping */
+			continue; /* empty (a discarded function's leftover) or wrapping: libdw too */
+		if ((cie->sized && skip_block(&p, end)) || check_program(b, cie->enc, p, end)) {
+			b->t->fde_errors++;
+			return 0;
+		}
 		err = add_fde(b, lo, lo + len);
 		if (err)
 			return err;
@@ -576,9 +713,61 @@ static Elf_Scn *find_section(Elf *elf, const char *want, GElf_Shdr *shdr)
 	return NULL;
 }
 
+/*
+ * What libdw is given (see the top of this file): an ELF image holding a copy of the CFI
+ * section, at its address (so pc-relative pointers keep their values), and the names. The
+ * section's bytes follow the struct.
+ */
+struct cfi_image {
+	Elf64_Ehdr ehdr;
+	Elf64_Shdr shdr[3]; /* none, the CFI, the section names */
+	char names[32];	    /* "", the CFI section's name, ".shstrtab" */
+};
+
+static struct cfi_image *cfi_image_new(const char *name, const GElf_Shdr *shdr,
+				       const Elf_Data *data)
+{
+	size_t name_len = strlen(name); /* ".eh_frame" or ".debug_frame" */
+	struct cfi_image *h = calloc(1, sizeof(*h) + data->d_size);
+
+	if (!h)
+		return NULL;
+	memcpy(h->ehdr.e_ident, ELFMAG, SELFMAG);
+	h->ehdr.e_ident[EI_CLASS] = ELFCLASS64;
+	h->ehdr.e_ident[EI_DATA] = ELFDATA2LSB;
+	h->ehdr.e_ident[EI_VERSION] = EV_CURRENT;
+	h->ehdr.e_type = ET_DYN;
+	h->ehdr.e_machine = EM_X86_64;
+	h->ehdr.e_version = EV_CURRENT;
+	h->ehdr.e_shoff = offsetof(struct cfi_image, shdr);
+	h->ehdr.e_ehsize = sizeof(h->ehdr);
+	h->ehdr.e_shentsize = sizeof(h->shdr[0]);
+	h->ehdr.e_shnum = 3;
+	h->ehdr.e_shstrndx = 2;
+	h->shdr[1].sh_name = 1;
+	h->shdr[1].sh_type = SHT_PROGBITS;
+	h->shdr[1].sh_flags = shdr->sh_flags & SHF_ALLOC;
+	h->shdr[1].sh_addr = shdr->sh_addr;
+	h->shdr[1].sh_offset = sizeof(*h);
+	h->shdr[1].sh_size = data->d_size;
+	h->shdr[1].sh_addralign = 1;
+	h->shdr[2].sh_name = (Elf64_Word)name_len + 2;
+	h->shdr[2].sh_type = SHT_STRTAB;
+	h->shdr[2].sh_offset = offsetof(struct cfi_image, names);
+	h->shdr[2].sh_size = sizeof(h->names);
+	h->shdr[2].sh_addralign = 1;
+	memcpy(h->names + 1, name, name_len);
+	memcpy(h->names + name_len + 2, ".shstrtab", sizeof(".shstrtab"));
+	memcpy(h + 1, data->d_buf, data->d_size);
+	return h;
+}
+
 static int build(Elf *elf, struct sym_unwind_table *t)
 {
 	struct builder b = { .t = t };
+	struct cfi_image *image = NULL;
+	Elf *cfi_elf = NULL;
+	Elf_Data *data;
 	GElf_Ehdr ehdr;
 	GElf_Shdr shdr;
 	Elf_Scn *scn;
@@ -593,7 +782,6 @@ static int build(Elf *elf, struct sym_unwind_table *t)
 	scn = find_section(elf, ".eh_frame", &shdr);
 	if (scn && shdr.sh_size) {
 		b.eh_frame = true;
-		b.cfi = dwarf_getcfi_elf(elf);
 	} else {
 		/* .debug_frame only (some static or hand-built objects). */
 		scn = find_section(elf, ".debug_frame", &shdr);
@@ -601,22 +789,31 @@ static int build(Elf *elf, struct sym_unwind_table *t)
 			return -ENODATA;
 		if (shdr.sh_flags & SHF_COMPRESSED)
 			return -ENOTSUP;
-		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-		b.cfi = dw ? dwarf_getcfi(dw) : NULL;
 		t->debug_frame = true;
 	}
-	if (!b.cfi) {
-		err = -ENODATA;
+	data = elf_getdata(scn, NULL);
+	if (!data || !data->d_buf || data->d_size != shdr.sh_size)
+		return -EINVAL;
+	image = cfi_image_new(b.eh_frame ? ".eh_frame" : ".debug_frame", &shdr, data);
+	cfi_elf = image ? elf_memory((char *)image, sizeof(*image) + data->d_size) : NULL;
+	if (!cfi_elf) {
+		err = -ENOMEM;
 		goto out;
 	}
-	b.data = elf_getdata(scn, NULL);
-	if (!b.data || !b.data->d_buf || b.data->d_size != shdr.sh_size) {
-		err = -EINVAL;
+	if (b.eh_frame) {
+		b.cfi = dwarf_getcfi_elf(cfi_elf);
+	} else {
+		dw = dwarf_begin_elf(cfi_elf, DWARF_C_READ, NULL);
+		b.cfi = dw ? dwarf_getcfi(dw) : NULL;
+	}
+	b.data = elf_getdata(elf_getscn(cfi_elf, 1), NULL);
+	if (!b.cfi || !b.data) {
+		err = -ENODATA;
 		goto out;
 	}
 	b.sh_addr = shdr.sh_addr;
 	t->cfi_bytes = shdr.sh_size;
-	err = walk_fdes(&b, elf);
+	err = walk_fdes(&b, cfi_elf);
 	if (!err)
 		compact(t);
 out:
@@ -624,6 +821,8 @@ out:
 		dwarf_cfi_end(b.cfi);
 	if (dw)
 		dwarf_end(dw);
+	elf_end(cfi_elf);
+	free(image);
 	free(b.cies);
 	if (err)
 		sym_unwind_table__fini(t);

@@ -165,6 +165,33 @@ $(FIXTURE_DIR)/libfixture-stripped.so: $(FIXTURE_DIR)/libfixture.so
 	$(call msg,STRIP,$@)
 	$(Q)strip --strip-all -o $@ $<
 
+# Unwind tables (tests/unit/test_unwind.c, against readelf's interpretation of the same CFI):
+# .eh_frame with a lazy PLT; the IBT PLT (another PLT expression); .debug_frame only (the crt
+# files' .eh_frame removed as well); no CFI at all.
+FIXTURES += $(FIXTURE_DIR)/unwind-eh $(FIXTURE_DIR)/unwind-ibt $(FIXTURE_DIR)/unwind-debugframe \
+	    $(FIXTURE_DIR)/unwind-nocfi
+
+$(FIXTURE_DIR)/unwind-eh: tests/data/src/unwind.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fPIE -pie -Wl,-z,lazy -o $@ $<
+
+$(FIXTURE_DIR)/unwind-ibt: tests/data/src/unwind.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fPIE -pie -Wl,-z,lazy -Wl,-z,ibtplt -o $@ $<
+
+$(FIXTURE_DIR)/unwind-debugframe: tests/data/src/unwind.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -fno-asynchronous-unwind-tables -fno-exceptions -fPIE -pie -o $@.full $<
+	$(Q)objcopy -R .eh_frame -R .eh_frame_hdr $@.full $@
+	$(Q)rm -f $@.full
+
+$(FIXTURE_DIR)/unwind-nocfi: $(FIXTURE_DIR)/unwind-debugframe
+	$(call msg,STRIP,$@)
+	$(Q)strip --strip-debug -o $@ $<
+
 # Addresses and sizes of every defined symbol, and the build ID, from binutils.
 $(FIXTURE_DIR)/%.nm: $(FIXTURE_DIR)/%
 	$(Q)nm -S --defined-only $< > $@ 2>/dev/null || true
@@ -199,6 +226,7 @@ UNIT_CFLAGS := -Wno-missing-prototypes -Wno-strict-prototypes \
 unit_deps_test_procmaps := libsymbolizer.a
 unit_deps_test_symbolizer := libsymbolizer.a
 unit_deps_test_kallsyms := libsymbolizer.a
+unit_deps_test_unwind := libsymbolizer.a
 unit_deps_test_hashmap := agent/hashmap.o
 unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
 			  agent/profile.pb-c.o agent/top.o
@@ -207,7 +235,7 @@ unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o 
 unit_deps_test_procfs := agent/procfs.o agent/util.o
 unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o agent/metadata.o \
 			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o agent/kubernetes.o \
-			  agent/http.o agent/targets.o \
+			  agent/http.o agent/targets.o agent/unwinder.o \
 			  libsymbolizer.a
 unit_deps_test_metadata := agent/metadata.o
 unit_deps_test_kubernetes := agent/kubernetes.o agent/http.o agent/hashmap.o agent/log.o \
@@ -260,6 +288,32 @@ $(BENCH_DIR)/window_bench: tests/bench/window_bench.c $(AGENT_LIB_OBJS) $(BUILD)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS_ALL)
 
+# The unwind section: one deep recursion built without frame pointers (for the table
+# unwinder) and with them (for bpf_get_stack), and UNWIND_MANY_N small programs without
+# frame pointers, each its own -DVARIANT (its own code, table and build ID).
+UNWIND_BENCH_CFLAGS := -O2 -g -fno-optimize-sibling-calls -fno-inline-functions -pthread \
+		       -Wall -Wextra
+UNWIND_MANY_N := 200
+UNWIND_MANY := $(addprefix $(BENCH_DIR)/unwind_many/unwind_many_,$(shell seq 1 $(UNWIND_MANY_N)))
+BENCH_BINS += $(BENCH_DIR)/unwind_deep_nofp $(BENCH_DIR)/unwind_deep_fp $(UNWIND_MANY) \
+	      $(TEST_BUILD)/unwind_dump
+
+$(BENCH_DIR)/unwind_deep_nofp: tests/bench/unwind_deep.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNWIND_BENCH_CFLAGS) -fomit-frame-pointer -o $@ $<
+
+$(BENCH_DIR)/unwind_deep_fp: tests/bench/unwind_deep.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNWIND_BENCH_CFLAGS) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		-o $@ $<
+
+# Quiet even without V=1: 200 CC lines would bury the rest of the build's output.
+$(BENCH_DIR)/unwind_many/unwind_many_%: tests/bench/unwind_many.c
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(UNWIND_BENCH_CFLAGS) -fomit-frame-pointer -DVARIANT=$* -o $@ $<
+
 bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump
 
 bench-run: bench-build
@@ -268,7 +322,7 @@ bench-run: bench-build
 # ---- Fuzzing (libFuzzer): the symbolizer's parsers, built with clang and ASan/UBSan ---------
 # make fuzz FUZZ_SECONDS=600 runs each target that long, growing tests/fuzz/corpus/TARGET;
 # make test replays the committed corpus once through each target.
-FUZZ_TARGETS := procmaps perfmap elf debuglink
+FUZZ_TARGETS := procmaps perfmap elf debuglink unwind
 FUZZ_DIR := $(TEST_BUILD)/fuzz
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -Wall -Wextra -Werror \
@@ -293,7 +347,7 @@ fuzz-build: $(FUZZ_BINS)
 # file behind a two-byte split), this host's maps lines, a JIT map.
 fuzz-seeds: $(FIXTURES)
 	$(Q)mkdir -p $(FUZZ_DIR)/seeds/procmaps $(FUZZ_DIR)/seeds/perfmap $(FUZZ_DIR)/seeds/elf \
-		$(FUZZ_DIR)/seeds/debuglink
+		$(FUZZ_DIR)/seeds/debuglink $(FUZZ_DIR)/seeds/unwind
 	$(Q)n=0; while read -r line; do n=$$((n+1)); \
 		printf '%s' "$$line" > $(FUZZ_DIR)/seeds/procmaps/$$n; done < /proc/self/maps
 	$(Q)printf '7f0000001000 100 LazyCompile:~add /app/x.js:3\n0x7f0000002000 0x20 stub\n' \
@@ -306,6 +360,14 @@ fuzz-seeds: $(FIXTURES)
 		{ printf "\\$$(printf %03o $$((size / 256 % 256)))\\$$(printf %03o $$((size % 256)))"; \
 		  cat $(FIXTURE_DIR)/$$1 $(FIXTURE_DIR)/$$2; } > $(FUZZ_DIR)/seeds/debuglink/$$2; \
 	done
+	$(Q)strip --strip-all -o $(FUZZ_DIR)/seeds/unwind/eh $(FIXTURE_DIR)/unwind-eh
+	$(Q)strip --strip-all --keep-section=.debug_frame -o $(FUZZ_DIR)/seeds/unwind/debugframe \
+		$(FIXTURE_DIR)/unwind-debugframe
+	$(Q)for f in unwind-eh unwind-ibt; do objcopy --only-section=.eh_frame \
+		--only-section=.eh_frame_hdr $(FIXTURE_DIR)/$$f $(FUZZ_DIR)/seeds/unwind/$$f-cfi \
+		2>/dev/null; done
+	$(Q)objcopy --only-section=.debug_frame $(FIXTURE_DIR)/unwind-debugframe \
+		$(FUZZ_DIR)/seeds/unwind/debugframe-cfi 2>/dev/null
 
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory fuzz-build fuzz-seeds

@@ -110,21 +110,21 @@ static int on_proc_event(void *ctx, const struct ignis_proc_event *ev)
 
 	if (err && err != -ESRCH && err != -ENOENT)
 		pr_debug("pid %u: event %u: %s", ev->tgid, ev->type, strerror(-err));
-	if (!a->unwinder)
-		return 0;
-	if (ev->type == PROC_EVENT_NEW || ev->type == PROC_EVENT_MMAP) {
-		struct proc_id id = { .tgid = ev->tgid,
-				      .exec_id = ev->exec_id,
-				      .start_time = ev->start_time };
-		struct proc_image *img = err ? NULL : proctab__find(a->proctab, &id);
-
-		/* Tables for the image's objects: built off this thread, published once ready. */
-		if (img && unwinder__add_process(a->unwinder, img))
-			pr_debug("pid %u: no unwind tables: out of memory", ev->tgid);
-	} else {
-		unwinder__remove_process(a->unwinder, ev->tgid);
-	}
+	/* Captures publish to the unwinder (on_captured); an image that is gone leaves it. */
+	if (a->unwinder && ev->type == PROC_EVENT_EXEC)
+		unwinder__remove_process(a->unwinder, ev->tgid, ev->start_time, &ev->exec_id);
+	else if (a->unwinder && ev->type == PROC_EVENT_EXIT)
+		unwinder__remove_process(a->unwinder, ev->tgid, ev->start_time, NULL);
 	return 0;
+}
+
+/* The mappings of an image were (re)captured: its unwind tables follow. */
+static void on_captured(void *ctx, struct proc_image *img)
+{
+	struct agent *a = ctx;
+
+	if (a->unwinder && unwinder__add_process(a->unwinder, img))
+		pr_debug("pid %u: no unwind tables: out of memory", img->id.tgid);
 }
 
 #define SERVICE_ACCOUNT "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -828,6 +828,8 @@ int main(int argc, char **argv)
 		po.debug_missing = a.debuginfod ? on_debug_missing : NULL;
 		po.debug_missing_ctx = &a;
 	}
+	po.captured = on_captured;
+	po.captured_ctx = &a;
 	a.proctab = proctab__new(&po);
 	if (sampler__unwinds(a.sampler)) {
 		struct unwinder_opts uo = {

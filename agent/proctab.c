@@ -498,6 +498,8 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 			img->incomplete = true;
 	img->captured_ns = now_mono_ns();
 	pt->stats.captures++;
+	if (pt->opts.captured)
+		pt->opts.captured(pt->opts.captured_ctx, img);
 
 cleanup:
 	for (i = 0; i < nr; i++)

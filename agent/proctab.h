@@ -91,6 +91,10 @@ struct proctab_opts {
 	 * a debuginfod server); may be NULL. */
 	void (*debug_missing)(void *ctx, struct sym_object *obj);
 	void *debug_missing_ctx;
+	/* Called after each successful capture of an image's mappings (first sample, mapping
+	 * changes, a recapture for an address in no mapping); may be NULL. */
+	void (*captured)(void *ctx, struct proc_image *img);
+	void *captured_ctx;
 };
 
 struct proctab;

@@ -43,7 +43,7 @@ struct sampler_opts {
 	 * required (a load failure is fatal). */
 	enum sampler_unwind { SAMPLER_UNWIND_FP, SAMPLER_UNWIND_AUTO, SAMPLER_UNWIND_TABLES } unwind;
 	uint32_t unwind_rows;  /* entries of the row map (8 bytes each) */
-	uint32_t unwind_maps;  /* entries of the mapping map (40 bytes each) */
+	uint32_t unwind_maps;  /* entries of the mapping map (48 bytes each) */
 	uint32_t unwind_procs; /* processes with tables */
 	sampler_event_fn on_event;
 	void *ctx;

@@ -146,6 +146,16 @@ static void extents_defer(struct extents *x, uint32_t start, uint32_t len)
 		pr_warn("unwinder: out of memory: %u map entries are lost until restart", len);
 }
 
+static uint64_t extents_pending(const struct extents *x)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < x->nr_pending; i++)
+		n += x->pending[i].len;
+	return n;
+}
+
 static void extents_grace_period(struct extents *x)
 {
 	size_t i;
@@ -346,12 +356,13 @@ static int upload(int fd, uint32_t start, const void *values, size_t value_size,
 	uint32_t keys[UPLOAD_CHUNK], done = 0;
 
 	while (done < n) {
-		uint32_t count = n - done < UPLOAD_CHUNK ? n - done : UPLOAD_CHUNK, i;
+		uint32_t want = n - done < UPLOAD_CHUNK ? n - done : UPLOAD_CHUNK, count = want, i;
 
-		for (i = 0; i < count; i++)
+		for (i = 0; i < want; i++)
 			keys[i] = start + done + i;
 		if (bpf_map_update_batch(fd, keys, (const char *)values + (size_t)done * value_size,
 					 &count, NULL)) {
+			count = want; /* the kernel wrote back how many it did: redo them all */
 			/* Kernels without batch ops on arrays: one at a time. */
 			for (i = 0; i < count; i++)
 				if (bpf_map_update_elem(fd, &keys[i],
@@ -387,6 +398,18 @@ static bool evict_one(struct unwinder *u)
 	u->st.tables_evicted++;
 	free_table(victim);
 	return true;
+}
+
+/* Free the rows of a built table (the row map has them now, or they are not used). */
+static void release_built(struct table *t)
+{
+	bool large = t->built.cfi_bytes > TRIM_AFTER_CFI_BYTES;
+
+	sym_unwind_table__fini(&t->built);
+	/* A large table's rows were one big block: give it back to the system, or the heap
+	 * keeps the peak (glibc raises its mmap threshold after such a free). */
+	if (large)
+		malloc_trim(0);
 }
 
 /*
@@ -429,8 +452,10 @@ static int upload_table(struct unwinder *u, struct table *t)
 	if (b->nr_rows > IGNIS_MAX_UNWIND_ROWS || b->nr_rows > u->opts.max_rows ||
 	    b->rows[b->nr_rows - 1].pc - b->rows[0].pc > UINT32_MAX)
 		return -E2BIG;
+	/* Evicted tables' rows come free only after the next grace period: evict no more than
+	 * what could make room then, and wait for it. */
 	while ((start = extents_alloc(&u->rows, n)) < 0)
-		if (!evict_one(u))
+		if (extents_pending(&u->rows) >= n || !evict_one(u))
 			return -ENOSPC;
 	t->base = b->rows[0].pc;
 	for (done = 0; done < n && !err; done += i) {
@@ -445,7 +470,7 @@ static int upload_table(struct unwinder *u, struct table *t)
 	t->row_start = (uint32_t)start;
 	t->nr_rows = n;
 	t->state = TABLE_READY;
-	sym_unwind_table__fini(&t->built);
+	release_built(t);
 	u->st.tables++;
 	u->st.rows += t->nr_rows;
 	return 0;
@@ -460,8 +485,10 @@ static void table_built(struct unwinder *u, struct table *t)
 		 sym_object__name(t->obj), t->key, t->built.nr_rows,
 		 (unsigned long long)t->built.cfi_bytes, (double)t->build_ns / 1e6,
 		 err ? ": " : "", err ? strerror(-err) : "");
-	sym_object__put(t->obj);
-	t->obj = NULL;
+	if (t->by_build_id) { /* the key does not need the object alive */
+		sym_object__put(t->obj);
+		t->obj = NULL;
+	}
 	u->st.build_ns += t->build_ns;
 	if (err == -ENODATA || (!err && !t->built.nr_rows)) {
 		u->st.tables_no_cfi++;
@@ -488,7 +515,7 @@ static void table_built(struct unwinder *u, struct table *t)
 			pr_warn("unwinder: cannot upload the table of %s: %s", t->key,
 				strerror(-err));
 		t->state = TABLE_NONE;
-		sym_unwind_table__fini(&t->built);
+		release_built(t);
 	}
 }
 
@@ -509,8 +536,8 @@ static void table_put(struct unwinder *u, struct table *t)
 	free_table(t);
 }
 
-/* The table of an object: found, or created and queued for the build thread. */
-/* The cache key of an object's table: its build ID, else the object itself. */
+/* The cache key of an object's table: its build ID, else the object itself (whose table
+ * keeps a reference to it, so that the address is not reused by another object). */
 static void table_key(const struct sym_object *obj, char *key, size_t size)
 {
 	const uint8_t *id;
@@ -523,6 +550,7 @@ static void table_key(const struct sym_object *obj, char *key, size_t size)
 	}
 }
 
+/* The table of an object: found, or created and queued for the build thread. */
 static struct table *table_get(struct unwinder *u, struct sym_object *obj)
 {
 	struct table *t, probe;
@@ -582,7 +610,9 @@ static void publish(struct unwinder *u, struct process *p)
 	p->dirty = false;
 	ms = calloc(p->nr_maps ? p->nr_maps : 1, sizeof(*ms));
 	if (!ms) {
-		p->dirty = true;
+		/* The published set may be out of date: none is better than a wrong one. */
+		unpublish(u, p);
+		p->dirty = true; /* retried after the next window */
 		return;
 	}
 	p->version = ++u->next_version;
@@ -599,6 +629,7 @@ static void publish(struct unwinder *u, struct process *p)
 			.nr_rows = m->table->nr_rows,
 			.tgid = p->tgid,
 			.version = p->version,
+			.exec_id = p->exec_id,
 		};
 	}
 	if (!n) {
@@ -613,6 +644,7 @@ static void publish(struct unwinder *u, struct process *p)
 			extents_release(&u->maps, (uint32_t)start, n);
 		u->st.processes_no_room++;
 		unpublish(u, p);
+		p->dirty = true;
 		free(ms);
 		return;
 	}
@@ -629,6 +661,7 @@ static void publish(struct unwinder *u, struct process *p)
 		u->st.processes_no_room++;
 		extents_release(&u->maps, (uint32_t)start, n);
 		unpublish(u, p);
+		p->dirty = true;
 		return;
 	}
 	if (old_nr)
@@ -638,16 +671,6 @@ static void publish(struct unwinder *u, struct process *p)
 	p->map_start = (uint32_t)start;
 	p->nr_published = n;
 	u->st.processes_published++;
-}
-
-static bool ready_to_publish(const struct process *p)
-{
-	size_t i;
-
-	for (i = 0; i < p->nr_maps; i++)
-		if (p->maps[i].table && p->maps[i].table->state == TABLE_BUILDING)
-			return false;
-	return true;
 }
 
 static void drop_maps(struct unwinder *u, struct process *p)
@@ -686,7 +709,7 @@ int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
 
 		if (m->stale_window != UINT64_MAX || !m->object)
 			continue;
-		if (sym_object__vaddr(m->object, m->offset, &vaddr))
+		if (sym_object__mapping_vaddr(m->object, m->offset, &vaddr))
 			continue;
 		maps[n] = (struct pmap){ .start = m->start, .end = m->end, .bias = m->start - vaddr };
 		maps[n].table = table_get(u, m->object);
@@ -720,9 +743,10 @@ int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
 	drop_maps(u, p);
 	p->maps = maps;
 	p->nr_maps = n;
-	p->dirty = true;
-	if (ready_to_publish(p))
-		publish(u, p);
+	/* At once, with the tables that are ready: the mappings it had may be gone, and their
+	 * tables must not be applied to what replaced them. Those still being built are
+	 * walked with frame pointers until they are ready (unwinder__poll publishes again). */
+	publish(u, p);
 	return 0;
 
 err_maps:
@@ -732,12 +756,14 @@ err_maps:
 	return err;
 }
 
-void unwinder__remove_process(struct unwinder *u, uint32_t tgid)
+void unwinder__remove_process(struct unwinder *u, uint32_t tgid, uint64_t start_time,
+			      const uint32_t *keep_exec_id)
 {
 	struct process *p = hashmap__find(&u->processes, (void *)(uintptr_t)tgid);
 
-	if (p)
-		remove_process(u, p);
+	if (!p || p->start_time != start_time || (keep_exec_id && p->exec_id == *keep_exec_id))
+		return;
+	remove_process(u, p);
 }
 
 void unwinder__reconcile(struct unwinder *u,
@@ -769,9 +795,27 @@ void unwinder__reconcile(struct unwinder *u,
 	free(gone);
 }
 
-void unwinder__poll(struct unwinder *u)
+/* Publish again the processes that use a table that just became ready, and those whose
+ * last publication failed; then clear the marks. */
+static void publish_fresh(struct unwinder *u)
 {
 	struct hashmap_entry *e;
+
+	hashmap__for_each(&u->processes, e) {
+		struct process *p = e->value;
+		size_t i;
+
+		for (i = 0; i < p->nr_maps && !p->dirty; i++)
+			p->dirty = p->maps[i].table && p->maps[i].table->fresh;
+		if (p->dirty)
+			publish(u, p);
+	}
+	hashmap__for_each(&u->tables, e)
+		((struct table *)e->value)->fresh = false;
+}
+
+void unwinder__poll(struct unwinder *u)
+{
 	struct table *done, *next;
 	bool any = false;
 
@@ -790,16 +834,11 @@ void unwinder__poll(struct unwinder *u)
 			continue;
 		}
 		table_built(u, done);
-		any = true;
+		done->fresh = done->state == TABLE_READY;
+		any |= done->fresh;
 	}
-	if (!any)
-		return;
-	hashmap__for_each(&u->processes, e) {
-		struct process *p = e->value;
-
-		if (p->dirty && ready_to_publish(p))
-			publish(u, p);
-	}
+	if (any)
+		publish_fresh(u);
 }
 
 bool unwinder__busy(const struct unwinder *u)
@@ -810,42 +849,43 @@ bool unwinder__busy(const struct unwinder *u)
 void unwinder__grace_period(struct unwinder *u)
 {
 	struct hashmap_entry *e;
-	bool any = false;
+	struct table **waiting = NULL;
+	size_t n = 0, cap = 0, i;
 
 	extents_grace_period(&u->rows);
 	extents_grace_period(&u->maps);
-	/* Room may have come free for tables that waited for it. */
+	/* Room may have come free for tables that waited for it (collected first: making
+	 * room evicts, which changes the table map). */
 	hashmap__for_each(&u->tables, e) {
 		struct table *t = e->value;
-		int err;
 
 		if (t->state != TABLE_WAITING)
 			continue;
-		err = upload_table(u, t);
+		if (n == cap) {
+			struct table **w = reallocarray(waiting, cap ? 2 * cap : 16, sizeof(*w));
+
+			if (!w)
+				break;
+			waiting = w;
+			cap = cap ? 2 * cap : 16;
+		}
+		waiting[n++] = t;
+	}
+	for (i = 0; i < n; i++) {
+		struct table *t = waiting[i];
+		int err = upload_table(u, t);
+
 		if (err == -ENOSPC)
 			continue;
 		if (err) {
 			t->state = TABLE_NONE;
-			sym_unwind_table__fini(&t->built);
+			release_built(t);
 			continue;
 		}
 		t->fresh = true;
-		any = true;
 	}
-	if (!any)
-		return;
-	hashmap__for_each(&u->processes, e) {
-		struct process *p = e->value;
-		size_t i;
-
-		for (i = 0; i < p->nr_maps; i++)
-			if (p->maps[i].table && p->maps[i].table->fresh)
-				p->dirty = true;
-		if (p->dirty && ready_to_publish(p))
-			publish(u, p);
-	}
-	hashmap__for_each(&u->tables, e)
-		((struct table *)e->value)->fresh = false;
+	free(waiting);
+	publish_fresh(u);
 }
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats)
@@ -854,8 +894,16 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats)
 
 	*stats = u->st;
 	stats->pending = 0;
-	hashmap__for_each(&u->processes, e)
-		stats->pending += ((struct process *)e->value)->dirty;
+	hashmap__for_each(&u->processes, e) {
+		const struct process *p = e->value;
+		size_t i;
+
+		for (i = 0; i < p->nr_maps; i++)
+			if (p->maps[i].table && p->maps[i].table->state == TABLE_BUILDING) {
+				stats->pending++;
+				break;
+			}
+	}
 }
 
 bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj, uint64_t vaddr)

@@ -41,11 +41,12 @@ struct unwinder_stats {
 				    * eviction (their frames are walked with frame pointers) */
 	uint64_t build_ns;	   /* time spent building tables, ns */
 	uint64_t processes_published; /* process mapping sets written */
-	uint64_t processes_no_room;   /* not published: the mapping map or process map was full */
+	uint64_t processes_no_room;   /* publications that failed: a map was full (retried after
+				       * each window) */
 	uint64_t tables;	   /* tables in the row map now */
 	uint64_t rows;		   /* rows they hold */
 	uint64_t processes;	   /* processes published now */
-	uint64_t pending;	   /* processes waiting for a table being built */
+	uint64_t pending;	   /* processes with a table being built */
 };
 
 /* Returns NULL with errno set (ENOMEM, or the thread's error). */
@@ -54,15 +55,20 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts);
 void unwinder__free(struct unwinder *u);
 
 /*
- * (Re)publish a captured process image's executable mappings: tables already built are
- * used at once; missing ones are queued for the build thread and the image is published
- * when they are done (unwinder__poll). The image is read now and not kept. Returns 0 or
+ * (Re)publish a captured process image's executable mappings at once, with the tables
+ * already built; missing ones are queued for the build thread, and the image is published
+ * again as they arrive (unwinder__poll). The image is read now and not kept. Returns 0 or
  * -errno (-ENOMEM; a full map is counted, not an error).
  */
 int unwinder__add_process(struct unwinder *u, const struct proc_image *img);
 
-/* Unpublish a process (exit, execve). Unknown tgids are fine. */
-void unwinder__remove_process(struct unwinder *u, uint32_t tgid);
+/*
+ * Unpublish the image of tgid that started at start_time (an exit), or on execve() the
+ * image that is not keep_exec_id (the new image may have been published already). Unknown
+ * tgids and other images are left alone.
+ */
+void unwinder__remove_process(struct unwinder *u, uint32_t tgid, uint64_t start_time,
+			      const uint32_t *keep_exec_id);
 
 /* Unpublish every process for which known() is false (its exit was missed). */
 void unwinder__reconcile(struct unwinder *u,

@@ -469,7 +469,8 @@ static __always_inline int step(struct uw_state *uw, bool first)
 		m = bpf_map_lookup_elem(&unwind_maps, &idx);
 		if (!m)
 			return STEP_TRUNCATED;
-		if (m->tgid != uw->tgid || m->version != uw->version) {
+		if (m->tgid != uw->tgid || m->version != uw->version ||
+		    m->exec_id != uw->key.exec_id) {
 			stat_inc(uw->gen, STAT_UNWIND_STALE);
 			return STEP_TRUNCATED;
 		}
@@ -576,17 +577,17 @@ int ignis_unwind(struct bpf_perf_event_data *ctx)
 		return 0;
 	for (i = 0; i < UNWIND_FRAMES_PER_RUN; i++) {
 		len = cs->stack.len;
+		r = step(&cs->uw, len == 1);
+		if (r != STEP_CONTINUE)
+			break;
+		/* A caller exists: past the last slot, the stack is cut short of it. */
+		barrier_var(len); /* the verifier must see the bound on the register it uses */
 		if (len >= IGNIS_MAX_STACK_DEPTH) {
 			stat_inc(cs->uw.gen, STAT_UNWIND_DEPTH);
 			r = STEP_TRUNCATED;
 			break;
 		}
-		r = step(&cs->uw, len == 1);
-		if (r != STEP_CONTINUE)
-			break;
-		len = cs->stack.len;
-		if (len < IGNIS_MAX_STACK_DEPTH)
-			cs->stack.ips[len] = cs->uw.pc;
+		cs->stack.ips[len] = cs->uw.pc;
 		cs->stack.len = len + 1;
 	}
 	if (r == STEP_CONTINUE) {

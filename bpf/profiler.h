@@ -172,7 +172,8 @@ _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
  * an extent an entry stops pointing to is reused only after the next generation flip's RCU
  * grace period (sampler__flip), when no program can still be reading it. Every mapping
  * carries its process's tgid and version, which the unwinder checks against the entry it
- * read, so that a hash element the kernel reused under it is detected (STAT_UNWIND_STALE).
+ * read and its image's exec id, which it checks against the sample's, so that a hash element
+ * the kernel reused under it (a torn read) is detected (STAT_UNWIND_STALE).
  */
 #ifndef IGNIS_PROG_UNWIND
 #define IGNIS_PROG_UNWIND 0
@@ -220,8 +221,10 @@ struct ignis_unwind_mapping {
 	__u32 nr_rows;	 /* 0: no table (no CFI, not ELF, JIT): frame pointers */
 	__u32 tgid;	 /* the owner, as in its unwind_procs entry */
 	__u32 version;	 /* the owner's version when written */
+	__u32 exec_id;	 /* the owner's image (sample_key.exec_id) */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct ignis_unwind_mapping) == 40, "ignis_unwind_mapping size");
+_Static_assert(sizeof(struct ignis_unwind_mapping) == 48, "ignis_unwind_mapping size");
 
 /* A process image's mappings: used only for samples of that image (a tgid is reused, and
  * execve() keeps it), so a late removal never applies one image's tables to another. */

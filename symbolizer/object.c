@@ -109,6 +109,7 @@ static int read_headers(struct sym_object *o, Elf *elf)
 			l->vaddr = phdr.p_vaddr;
 			l->filesz = phdr.p_filesz < phdr.p_memsz ? phdr.p_filesz : phdr.p_memsz;
 			l->memsz = phdr.p_memsz;
+			l->exec = !!(phdr.p_flags & PF_X);
 			o->nr_loads++;
 		} else if (phdr.p_type == PT_NOTE && !o->build_id_len) {
 			Elf_Data *data = elf_getdata_rawchunk(elf, (int64_t)phdr.p_offset,
@@ -351,6 +352,32 @@ void sym_object__build_id_hex(const struct sym_object *o, char *buf, size_t size
 		buf[2 * i + 1] = hex[o->build_id[i] & 15];
 	}
 	buf[2 * i] = '\0';
+}
+
+int sym_object__mapping_vaddr(const struct sym_object *o, uint64_t map_offset, uint64_t *vaddr)
+{
+	const struct sym_load *best = NULL;
+	size_t i;
+
+	/* The kernel maps a segment from its page-rounded file offset (elf_map() in
+	 * fs/binfmt_elf.c; ld.so the same): an executable mapping at map_offset is the
+	 * executable segment whose first page is there. Linkers that pack segments (lld) put
+	 * other segments on that page too, so covering the offset is not enough. */
+	for (i = 0; i < o->nr_loads; i++) {
+		const struct sym_load *l = &o->loads[i];
+
+		if (l->exec && (l->offset & ~(SYM_PAGE_SIZE - 1)) == map_offset) {
+			*vaddr = l->vaddr - (l->offset - map_offset);
+			return 0;
+		}
+		/* A mapping split later (mprotect) starts inside its segment. */
+		if (l->exec && l->offset <= map_offset && map_offset - l->offset < l->filesz)
+			best = l;
+	}
+	if (!best)
+		return sym_object__vaddr(o, map_offset, vaddr);
+	*vaddr = best->vaddr + (map_offset - best->offset);
+	return 0;
 }
 
 int sym_object__vaddr(const struct sym_object *o, uint64_t file_offset, uint64_t *vaddr)

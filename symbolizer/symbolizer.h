@@ -117,6 +117,16 @@ int sym_object__vaddr(const struct sym_object *o, uint64_t file_offset,
 		      uint64_t *vaddr) SYM_WARN_UNUSED;
 
 /*
+ * The ELF virtual address at which an executable mapping of the object that starts at file
+ * offset map_offset (page-aligned, as /proc/PID/maps shows it) begins, so that runtime
+ * start - this is the mapping's load bias: the executable segment mapped from that page.
+ * Unlike sym_object__vaddr(map_offset), right also when the page holds other segments too
+ * (lld's packed layout). Returns 0, or -ENOENT when no loadable segment is mapped there.
+ */
+int sym_object__mapping_vaddr(const struct sym_object *o, uint64_t map_offset,
+			      uint64_t *vaddr) SYM_WARN_UNUSED;
+
+/*
  * Separate debug files. An object without DWARF (stripped, or built without -g) needs one:
  * the caller looks
  * for it (by build ID under a debug root's .build-id/xx/rest.debug, or by the debuglink name

@@ -15,6 +15,7 @@
 #define SYM_MAX_NAME	   4096		/* longer names are cut */
 #define SYM_MAX_BUILD_ID   64		/* longer build IDs are ignored */
 #define SYM_MAX_SCRATCH	   64		/* frames one lookup may return */
+#define SYM_PAGE_SIZE	   4096ULL	/* the unit the kernel maps segments in (x86_64) */
 
 /* One loadable segment: file offsets [offset, offset + memsz) map to [vaddr, vaddr + memsz);
  * the first filesz bytes come from the file. */
@@ -23,6 +24,7 @@ struct sym_load {
 	uint64_t vaddr;
 	uint64_t filesz;
 	uint64_t memsz;
+	bool exec; /* PF_X */
 };
 
 /* Cache key of a symbol table: the build ID, or the file's identity when it has none. */

@@ -84,6 +84,13 @@ def test_deep_chain_without_frame_pointers_matches_perf_dwarf():
     check(any(t[:len(DEEP_CHAIN)] == DEEP_CHAIN for t in traces),
           f"go tool pprof: {traces[:3]}")
 
+    # lld packs segments: the executable one begins mid-page after the read-only one, and
+    # its mapping's file offset lies in the read-only segment (the load bias must come from
+    # the segment the mapping maps, or every row is read 4 KiB off).
+    lld_agent, _, lld_pid = run_with_agent([workload("deep-lld"), "3"])
+    lld, lld_total = share_with_chain(ignis_stacks(lld_agent, lld_pid), DEEP_CHAIN)
+    check(lld >= 0.95, f"linked by lld: the whole chain on {lld:.1%} of {lld_total} samples")
+
     fp_agent, _, fp_pid = run_with_agent(argv, agent_args=["--unwind", "fp"])
     fp, fp_total = share_with_chain(ignis_stacks(fp_agent, fp_pid), DEEP_CHAIN)
     check(fp < 0.5, f"frame pointers alone found the chain on {fp:.1%} of {fp_total} samples: "

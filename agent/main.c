@@ -430,6 +430,7 @@ static void account(struct agent *a, const struct drained_window *dw, const stru
 	t->unwind_cut[2] += st[STAT_UNWIND_UNSUPPORTED];
 	t->unwind_cut[3] += st[STAT_UNWIND_STALE];
 	t->unwind_cut[4] += st[STAT_UNWIND_TAIL_CALL];
+	t->unwind_cut[5] += st[STAT_UNWIND_LOST];
 	metrics_observe_drain(t, seconds);
 	t->last_drain_ns = now_mono_ns();
 }

@@ -249,10 +249,10 @@ long metrics_format(const struct metrics_snapshot *s, const char *version, char 
 	{
 		static const char *const reasons[] = { "read_fault", "depth_limit",
 						       "unsupported_rule", "tables_changed",
-						       "tail_call" };
+						       "tail_call", "chain_lost" };
 		size_t r;
 
-		for (r = 0; r < 5; r++)
+		for (r = 0; r < 6; r++)
 			fprintf(f, "ignis_unwind_truncated_total{reason=\"%s\"} %llu\n", reasons[r],
 				U64(s->unwind_cut[r]));
 	}

@@ -79,7 +79,7 @@ struct metrics_snapshot {
 	uint64_t unwind_no_tables;	  /* samples of processes without tables: fp */
 	uint64_t unwind_fp_frames;	  /* frames in no table (JIT): fp */
 	uint64_t unwind_no_cfi_frames;	  /* frames in a table's gap: fp */
-	uint64_t unwind_cut[5];		  /* read fault, depth, unsupported, stale, tail call */
+	uint64_t unwind_cut[6]; /* read fault, depth, unsupported, stale, tail call, lost */
 	uint64_t unwind_tables;		  /* in the row map now */
 	uint64_t unwind_rows;		  /* rows they hold */
 	uint64_t unwind_row_capacity;	  /* rows the map holds at most */

@@ -413,9 +413,18 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 	}
 	*conv = probe;
 	for (i = 0; i < st->len; i++) {
-		/* Every frame but the first is a return address: look up its call instruction. */
-		uint64_t ip = st->ips[i], pc = i ? ip - 1 : ip;
+		uint64_t ip = st->ips[i], pc;
+		bool exact = false;
 
+		/* Every frame but the first is a return address (its call is at ip - 1), except
+		 * the pc a signal interrupted, which the table unwinder marks, and the signal
+		 * trampoline just before it. */
+		if (!kernel && (st->flags & STACK_F_TABLES)) {
+			exact = (ip & IGNIS_USER_IP_EXACT) ||
+				(i + 1 < st->len && (st->ips[i + 1] & IGNIS_USER_IP_EXACT));
+			ip &= ~IGNIS_USER_IP_EXACT;
+		}
+		pc = i && !exact ? ip - 1 : ip;
 		if (kernel) {
 			loc = kernel_location(c, pc);
 		} else if (i && img &&
@@ -424,7 +433,7 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 			conv->flags |= CONV_TRUNCATED;
 			break;
 		} else {
-			loc = user_location(c, img, ip, i > 0, &named, &outer_name);
+			loc = user_location(c, img, ip, i > 0 && !exact, &named, &outer_name);
 		}
 		if (loc < 0) {
 			free(conv);

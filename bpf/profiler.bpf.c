@@ -360,7 +360,7 @@ static __always_inline void record(__u32 g, void *counts, struct ignis_sample_ke
 enum step_result {
 	STEP_CONTINUE = 0,
 	STEP_COMPLETE,	  /* the outermost frame: the stack is whole */
-	STEP_END,	  /* the chain ends (return address or frame pointer 0): judged later */
+	STEP_END,	  /* a frame-pointer chain ends (rbp 0): judged by its root later */
 	STEP_TRUNCATED,	  /* stopped early; the reason is counted */
 };
 
@@ -431,8 +431,12 @@ static __always_inline int step_frame_pointer(struct uw_state *uw)
 {
 	__u64 frame[2]; /* saved rbp, return address */
 
-	if (!uw->bp_valid || !uw->bp)
-		return STEP_END;
+	if (!uw->bp_valid) {
+		stat_inc(uw->gen, STAT_UNWIND_LOST);
+		return STEP_TRUNCATED;
+	}
+	if (!uw->bp)
+		return STEP_END; /* the end of a frame-pointer chain: judged by its root */
 	if (bpf_probe_read_user(frame, sizeof(frame), (void *)uw->bp)) {
 		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
 		return STEP_TRUNCATED;
@@ -544,7 +548,12 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	uw->sp = cfa;
 	uw->pc = ra;
 	uw->exact = 0;
-	return ra ? STEP_CONTINUE : STEP_END;
+	if (!ra) {
+		/* The CFI said there is a caller (the outermost frame says otherwise). */
+		stat_inc(uw->gen, STAT_UNWIND_LOST);
+		return STEP_TRUNCATED;
+	}
+	return STEP_CONTINUE;
 }
 
 /* Store the unwound user stack and count the sample: the end of every table walk. */
@@ -569,7 +578,7 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 SEC("perf_event")
 int ignis_unwind(struct bpf_perf_event_data *ctx)
 {
-	__u32 zero = 0, i, len;
+	__u32 zero = 0, i, len, slot;
 	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &zero);
 	int r = STEP_CONTINUE;
 
@@ -581,13 +590,19 @@ int ignis_unwind(struct bpf_perf_event_data *ctx)
 		if (r != STEP_CONTINUE)
 			break;
 		/* A caller exists: past the last slot, the stack is cut short of it. */
-		barrier_var(len); /* the verifier must see the bound on the register it uses */
 		if (len >= IGNIS_MAX_STACK_DEPTH) {
 			stat_inc(cs->uw.gen, STAT_UNWIND_DEPTH);
 			r = STEP_TRUNCATED;
 			break;
 		}
-		cs->stack.ips[len] = cs->uw.pc;
+		/* The mask bounds the index for the verifier, which may not tie the check above
+		 * to the register the compiler indexes with; the barrier keeps the compiler from
+		 * dropping the mask it knows to be a no-op (len < 127 here; index 127 would
+		 * still lie inside cpu_state). */
+		slot = len;
+		barrier_var(slot);
+		slot &= 127;
+		cs->stack.ips[slot] = cs->uw.exact ? cs->uw.pc | IGNIS_USER_IP_EXACT : cs->uw.pc;
 		cs->stack.len = len + 1;
 	}
 	if (r == STEP_CONTINUE) {

@@ -68,6 +68,17 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
 #define STACK_F_TABLES	  (1U << 2) /* unwound with the tables (not bpf_get_stack) */
 #endif
 
+/*
+ * Set in a user frame of a table-unwound stack whose address is not a return address but an
+ * exact instruction: the pc a signal interrupted. The frame before it is then the signal
+ * trampoline the handler returns to, whose address is exact as well. The agent looks such
+ * frames up as they are, not at address - 1. User addresses never have this bit (x86_64
+ * user space ends below 2^47).
+ */
+#ifndef IGNIS_USER_IP_EXACT
+#define IGNIS_USER_IP_EXACT (1ULL << 63)
+#endif
+
 /* sample_key.flags */
 #ifndef SAMPLE_F_KTHREAD
 #define SAMPLE_F_KTHREAD    (1U << 0) /* a kernel thread: no user stack, no process image */
@@ -118,6 +129,8 @@ enum ignis_stat {
 	STAT_UNWIND_UNSUPPORTED, /* stacks cut at a CFA rule the unwinder does not follow */
 	STAT_UNWIND_STALE,	 /* stacks cut: the process's tables changed under the unwinder */
 	STAT_UNWIND_TAIL_CALL,	 /* stacks cut: a tail call failed */
+	STAT_UNWIND_LOST,	 /* stacks cut: a frame without CFI and no frame pointer to follow,
+				  * or a return address of 0 where the CFI promised a caller */
 	STAT_NR,
 };
 

@@ -14,6 +14,9 @@ from test_pipeline import profiles_of, run_with_agent
 
 DEEP_CHAIN = ["deep_hot", "level_d", "level_c", "level_b", "level_a", "main"]
 ROOTS = {"_start", "start_thread", "clone3", "__clone3", "clone"}
+# Table unwinding required: a kernel (or a change) the verifier refuses fails the test rather
+# than falling back to frame pointers as --unwind auto does.
+DWARF = ["--unwind", "dwarf"]
 
 
 def chain_from_leaf(frames, chain):
@@ -73,7 +76,7 @@ def test_deep_chain_without_frame_pointers_matches_perf_dwarf():
           f"the reference itself: perf --call-graph dwarf has the chain on {ref:.1%} of "
           f"{ref_total} samples")
 
-    agent, _, pid = run_with_agent(argv)
+    agent, _, pid = run_with_agent(argv, agent_args=DWARF)
     got, total = share_with_chain(ignis_stacks(agent, pid), DEEP_CHAIN)
     check(total > 300, f"only {total} samples of deep")
     check(got >= 0.95, f"ignis has the whole chain on {got:.1%} of {total} samples "
@@ -87,7 +90,7 @@ def test_deep_chain_without_frame_pointers_matches_perf_dwarf():
     # lld packs segments: the executable one begins mid-page after the read-only one, and
     # its mapping's file offset lies in the read-only segment (the load bias must come from
     # the segment the mapping maps, or every row is read 4 KiB off).
-    lld_agent, _, lld_pid = run_with_agent([workload("deep-lld"), "3"])
+    lld_agent, _, lld_pid = run_with_agent([workload("deep-lld"), "3"], agent_args=DWARF)
     lld, lld_total = share_with_chain(ignis_stacks(lld_agent, lld_pid), DEEP_CHAIN)
     check(lld >= 0.95, f"linked by lld: the whole chain on {lld:.1%} of {lld_total} samples")
 
@@ -101,7 +104,7 @@ def test_samples_in_the_kernel_unwind_from_the_saved_user_registers():
     """deep's hot function in system calls: most samples hit the kernel, where the user
     stack starts from the registers the task entered the kernel with (bpf_task_pt_regs);
     under them the whole chain, as for samples in user mode."""
-    agent, _, pid = run_with_agent([workload("deep"), "3", "sys"])
+    agent, _, pid = run_with_agent([workload("deep"), "3", "sys"], agent_args=DWARF)
     kernel = good = 0
     for p in profiles_of(agent):
         for s in p.samples(pid=pid):
@@ -123,7 +126,7 @@ def test_library_without_frame_pointers_has_the_program_as_caller():
     """A hot loop inside Debian's liblzma (built without frame pointers), called from the
     program: the program's frames are the callers (rootward) of the library's frames."""
     chain = ["compress_block", "run_compress", "main"]
-    agent, _, pid = run_with_agent([workload("lzmaloop"), "4"])
+    agent, _, pid = run_with_agent([workload("lzmaloop"), "4"], agent_args=DWARF)
     profiles = profiles_of(agent)
     in_lib = good = 0
     for p in profiles:
@@ -155,21 +158,29 @@ def test_library_without_frame_pointers_has_the_program_as_caller():
 
 
 def no_garbage(agent, pid, known_dsos):
-    """Every frame of pid's samples is named or in one of its libraries; every stack ends at
-    a root or in [truncated]. Returns the stacks."""
+    """Every frame of pid's samples is named or in one of its libraries; the stacks end at a
+    root or in [truncated], except a few first samples that frame pointers walked before
+    the tables were there and whose end cannot be told (an unnamed frame: root_unknown).
+    Returns the stacks."""
     stacks = ignis_stacks(agent, pid)
-    check(sum(c for _, c in stacks) > 100, f"only {sum(c for _, c in stacks)} samples")
-    for frames, _ in stacks:
+    total = sum(c for _, c in stacks)
+    check(total > 100, f"only {total} samples")
+    open_ended = []
+    for frames, count in stacks:
         if "bprm_execve" in frames:
             continue  # sampled inside execve(): the user registers are the old image's
         check("[unknown]" not in frames, f"[unknown] frame in {frames}")
-        # The dynamic loader's own entry (_dl_start_user) is unnamed in Debian's ld.so.
-        check(frames[-1] in ROOTS or frames[-1] == "[truncated]" or
-              frames[-1].startswith("[ld-linux"), f"a stack ends in {frames[-1]}: {frames}")
         for f in frames:
             if f.startswith("["):
                 check(f == "[truncated]" or any(d in f for d in known_dsos),
                       f"frame {f} in {frames}")
+        # The dynamic loader's own entry (_dl_start_user) is unnamed in Debian's ld.so.
+        if not (frames[-1] in ROOTS or frames[-1] == "[truncated]" or
+                frames[-1].startswith("[ld-linux")):
+            check(frames[-1].startswith("["), f"a stack ends in {frames[-1]}: {frames}")
+            open_ended += [frames] * count
+    check(len(open_ended) <= 0.03 * total,
+          f"{len(open_ended)} of {total} stacks end in an unnamed frame: {open_ended[:3]}")
     return stacks
 
 
@@ -177,7 +188,7 @@ def test_cxx_exceptions_and_signal_handlers_unwind_cleanly():
     """C++ exceptions thrown and caught (the CPU in libgcc_s's unwinder and libstdc++) and a
     SIGPROF handler that burns CPU: the programs run normally, no frame is garbage, and the
     stacks go through the throw and through the signal frame into the interrupted code."""
-    agent, out, pid = run_with_agent([workload("throws"), "3"])
+    agent, out, pid = run_with_agent([workload("throws"), "3"], agent_args=DWARF)
     stacks = no_garbage(agent, pid, ("libgcc_s", "libstdc++", "libc.so", "throws", "vdso"))
     total = sum(c for _, c in stacks)
     with_main = sum(c for f, c in stacks if "main" in f and f[-1] in ROOTS)
@@ -188,7 +199,7 @@ def test_cxx_exceptions_and_signal_handlers_unwind_cleanly():
     check(through_throw > 0.2 * total,
           f"only {through_throw} of {total} samples unwind from __cxa_throw into thrower")
 
-    agent, out, pid = run_with_agent([workload("sigprof"), "3"])
+    agent, out, pid = run_with_agent([workload("sigprof"), "3"], agent_args=DWARF)
     check(int(out.split()[0]) > 50, f"the handler ran {out.strip()}")
     stacks = no_garbage(agent, pid, ("libc.so", "sigprof", "vdso"))
     handler = [(f, c) for f, c in stacks if f[0] == "handler_work"]
@@ -231,7 +242,7 @@ def test_exec_churn_no_wrong_stacks_tables_freed_memory_flat():
     wrong caller; processes leave the unwinder when they exit, the tables stay one per
     binary, and memory stays flat."""
     port = free_port()
-    agent = Agent("--metrics-address", f"127.0.0.1:{port}", interval=1).wait_ready()
+    agent = Agent("--metrics-address", f"127.0.0.1:{port}", *DWARF, interval=1).wait_ready()
     script = (f"end=$(($(date +%s) + 12)); while [ $(date +%s) -lt $end ]; do "
               f"{workload('deep')} 0.2 >/dev/null & echo $!; wait; /bin/true; done")
     churn = spawn(["sh", "-c", script])

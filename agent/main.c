@@ -349,16 +349,16 @@ static void log_window(struct agent *a, uint64_t seq, const struct drained_windo
 		 " kstack_err=%" PRIu64 " events_lost=%" PRIu64 " profiled=%" PRIu64
 		 " processes=%" PRIu64 " no_image=%" PRIu64 " kthread=%" PRIu64
 		 " truncated=%" PRIu64 " broken_chains=%" PRIu64 " fp_cut=%" PRIu64
-		 " root_unknown=%" PRIu64
-		 " unknown_frames=%" PRIu64 " unnamed_frames=%" PRIu64 " cap_dropped=%" PRIu64
-		 " stacks=%zu bytes=%zu file=%s",
+		 " root_unknown=%" PRIu64 " unknown_frames=%" PRIu64 " unnamed_frames=%" PRIu64
+		 " cap_dropped=%" PRIu64 " stacks=%zu bytes=%zu file=%s",
 		 seq, duration_ns / NSEC_PER_MSEC, sampler__nr_cpus(a->sampler), st[STAT_SAMPLES],
 		 fired, st[STAT_IDLE], st[STAT_FILTERED], recorded, drops_of(st),
 		 st[STAT_DROP_STACKS_FULL], st[STAT_DROP_COUNTS_FULL], unaccounted,
 		 st[STAT_USTACK_ERR], st[STAT_KSTACK_ERR], st[STAT_EVENTS_LOST], ws->samples,
 		 ws->processes, ws->no_image_samples, ws->kthread_samples, ws->truncated_stacks,
-		 ws->broken_chains, ws->fp_walks_cut, ws->root_unknown_stacks, ws->unknown_frames, ws->unnamed_frames,
-		 ws->dropped_profile_cap, hashmap__size(&dw->stacks), bytes, path ? path : "-");
+		 ws->broken_chains, ws->fp_walks_cut, ws->root_unknown_stacks, ws->unknown_frames,
+		 ws->unnamed_frames, ws->dropped_profile_cap, hashmap__size(&dw->stacks), bytes,
+		 path ? path : "-");
 }
 
 static void log_summary(struct agent *a)
@@ -445,7 +445,8 @@ static void publish(struct agent *a)
 		unwinder__stats(a->unwinder, &us);
 		t->unwind_tables = us.tables;
 		t->unwind_rows = us.rows;
-		t->unwind_row_capacity = a->cfg->unwind_table_bytes / sizeof(struct ignis_unwind_row);
+		t->unwind_row_capacity =
+			a->cfg->unwind_table_bytes / sizeof(struct ignis_unwind_row);
 		t->unwind_tables_built = us.tables_built;
 		t->unwind_table_errors = us.table_errors + us.tables_no_room;
 		t->unwind_tables_evicted = us.tables_evicted;

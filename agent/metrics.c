@@ -247,9 +247,9 @@ long metrics_format(const struct metrics_snapshot *s, const char *version, char 
 	metric(f, "ignis_unwind_truncated_total", "counter",
 	       "Stacks the table unwinder stopped before the outermost frame, by reason.");
 	{
-		static const char *const reasons[] = { "read_fault", "depth_limit",
+		static const char *const reasons[] = { "read_fault",	   "depth_limit",
 						       "unsupported_rule", "tables_changed",
-						       "tail_call", "chain_lost" };
+						       "tail_call",	   "chain_lost" };
 		size_t r;
 
 		for (r = 0; r < 6; r++)

@@ -75,19 +75,19 @@ struct metrics_snapshot {
 	uint64_t jit_maps_read;		  /* /tmp/perf-PID.map reads */
 	uint64_t jit_map_lines_malformed; /* ... lines skipped */
 	/* The table unwinder (BPF counters, then the agent's tables). */
-	uint64_t unwind_samples;	  /* user stacks unwound with tables */
-	uint64_t unwind_no_tables;	  /* samples of processes without tables: fp */
-	uint64_t unwind_fp_frames;	  /* frames in no table (JIT): fp */
-	uint64_t unwind_no_cfi_frames;	  /* frames in a table's gap: fp */
-	uint64_t unwind_cut[6]; /* read fault, depth, unsupported, stale, tail call, lost */
-	uint64_t unwind_tables;		  /* in the row map now */
-	uint64_t unwind_rows;		  /* rows they hold */
-	uint64_t unwind_row_capacity;	  /* rows the map holds at most */
-	uint64_t unwind_tables_built;	  /* built from CFI */
-	uint64_t unwind_table_errors;	  /* unreadable CFI, too large, no room */
-	uint64_t unwind_tables_evicted;	  /* dropped from the row map (unused) */
-	uint64_t unwind_processes;	  /* published now */
-	double unwind_build_seconds;	  /* building tables, total */
+	uint64_t unwind_samples;	/* user stacks unwound with tables */
+	uint64_t unwind_no_tables;	/* samples of processes without tables: fp */
+	uint64_t unwind_fp_frames;	/* frames in no table (JIT): fp */
+	uint64_t unwind_no_cfi_frames;	/* frames in a table's gap: fp */
+	uint64_t unwind_cut[6];		/* read fault, depth, unsupported, stale, tail call, lost */
+	uint64_t unwind_tables;		/* in the row map now */
+	uint64_t unwind_rows;		/* rows they hold */
+	uint64_t unwind_row_capacity;	/* rows the map holds at most */
+	uint64_t unwind_tables_built;	/* built from CFI */
+	uint64_t unwind_table_errors;	/* unreadable CFI, too large, no room */
+	uint64_t unwind_tables_evicted; /* dropped from the row map (unused) */
+	uint64_t unwind_processes;	/* published now */
+	double unwind_build_seconds;	/* building tables, total */
 	/* Windows and sinks. */
 	uint64_t windows;
 	uint64_t profiles_written;

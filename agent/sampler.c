@@ -287,7 +287,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 
 	err = load(s, opts->unwind != SAMPLER_UNWIND_FP);
 	if ((err == -EINVAL || err == -EACCES || err == -E2BIG || err == -ENOMEM ||
-	     err == -EOPNOTSUPP) && opts->unwind == SAMPLER_UNWIND_AUTO && s->skel) {
+	     err == -EOPNOTSUPP) &&
+	    opts->unwind == SAMPLER_UNWIND_AUTO && s->skel) {
 		/* The verifier of an older kernel may refuse the unwinder: degrade, once. */
 		pr_warn("the table unwinder cannot load on this kernel (%s): unwinding with frame "
 			"pointers only; --log-level debug shows the verifier's log",

@@ -41,7 +41,11 @@ struct sampler_opts {
 	uint64_t mmap_event_gap_ns; /* see struct ignis_config */
 	/* The table unwinder (--unwind): off, or on where the kernel accepts it (auto), or
 	 * required (a load failure is fatal). */
-	enum sampler_unwind { SAMPLER_UNWIND_FP, SAMPLER_UNWIND_AUTO, SAMPLER_UNWIND_TABLES } unwind;
+	enum sampler_unwind {
+		SAMPLER_UNWIND_FP,
+		SAMPLER_UNWIND_AUTO,
+		SAMPLER_UNWIND_TABLES
+	} unwind;
 	uint32_t unwind_rows;  /* entries of the row map (8 bytes each) */
 	uint32_t unwind_maps;  /* entries of the mapping map (48 bytes each) */
 	uint32_t unwind_procs; /* processes with tables */

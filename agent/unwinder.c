@@ -180,11 +180,11 @@ struct table {
 	char key[2 * 64 + 24]; /* build ID in hex, or "object:<address>" for objects without */
 	bool by_build_id;      /* cached past its last user */
 	enum table_state state;
-	uint32_t users;	       /* processes referencing it */
-	uint64_t last_used;    /* unwinder tick of the last reference */
+	uint32_t users;	    /* processes referencing it */
+	uint64_t last_used; /* unwinder tick of the last reference */
 	uint32_t row_start, nr_rows;
-	uint64_t base;		     /* ELF address of row pc 0 */
-	struct sym_object *obj;	     /* reference held while building */
+	uint64_t base;		       /* ELF address of row pc 0 */
+	struct sym_object *obj;	       /* reference held while building */
 	struct sym_unwind_table built; /* from the build thread, until uploaded */
 	int build_err;
 	uint64_t build_ns;
@@ -483,8 +483,8 @@ static void table_built(struct unwinder *u, struct table *t)
 
 	pr_debug("unwinder: table of %s (%s): %zu rows from %llu bytes of CFI in %.1f ms%s%s",
 		 sym_object__name(t->obj), t->key, t->built.nr_rows,
-		 (unsigned long long)t->built.cfi_bytes, (double)t->build_ns / 1e6,
-		 err ? ": " : "", err ? strerror(-err) : "");
+		 (unsigned long long)t->built.cfi_bytes, (double)t->build_ns / 1e6, err ? ": " : "",
+		 err ? strerror(-err) : "");
 	if (t->by_build_id) { /* the key does not need the object alive */
 		sym_object__put(t->obj);
 		t->obj = NULL;
@@ -711,7 +711,8 @@ int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
 			continue;
 		if (sym_object__mapping_vaddr(m->object, m->offset, &vaddr))
 			continue;
-		maps[n] = (struct pmap){ .start = m->start, .end = m->end, .bias = m->start - vaddr };
+		maps[n] =
+			(struct pmap){ .start = m->start, .end = m->end, .bias = m->start - vaddr };
 		maps[n].table = table_get(u, m->object);
 		if (!maps[n].table) {
 			while (n--)
@@ -941,7 +942,7 @@ bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj
 		return true;
 	type = r.type & 15;
 	if (type == UNWIND_CFA_RSP || type == UNWIND_CFA_PLT)
-		return false; /* no frame pointer set up here */
+		return false;	    /* no frame pointer set up here */
 	if (type == UNWIND_CFA_RBP) /* the standard frame: rbp at the saved rbp, then the RA */
 		return r.cfa_off == 2 && r.type >> 4 == UNWIND_RBP_AT_CFA && r.rbp_off == -2;
 	return true; /* no CFI, outermost, signal, unsupported: the table cannot tell */

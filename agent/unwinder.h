@@ -23,30 +23,30 @@ struct sym_object;
 struct unwinder;
 
 struct unwinder_opts {
-	int rows_fd;	    /* unwind_rows, unwind_maps, unwind_procs (borrowed) */
+	int rows_fd; /* unwind_rows, unwind_maps, unwind_procs (borrowed) */
 	int maps_fd;
 	int procs_fd;
-	uint32_t max_rows;  /* entries of each map */
+	uint32_t max_rows; /* entries of each map */
 	uint32_t max_maps;
 	uint32_t max_procs;
 };
 
 /* Counters since unwinder__new(), and what is held now. */
 struct unwinder_stats {
-	uint64_t tables_built;	   /* tables built from CFI */
-	uint64_t table_errors;	   /* objects whose CFI could not be read (no table: fp) */
-	uint64_t tables_no_cfi;	   /* objects with no CFI at all */
-	uint64_t tables_evicted;   /* unused tables dropped to make room */
-	uint64_t tables_no_room;   /* tables that did not fit in the row map even after
+	uint64_t tables_built;	      /* tables built from CFI */
+	uint64_t table_errors;	      /* objects whose CFI could not be read (no table: fp) */
+	uint64_t tables_no_cfi;	      /* objects with no CFI at all */
+	uint64_t tables_evicted;      /* unused tables dropped to make room */
+	uint64_t tables_no_room;      /* tables that did not fit in the row map even after
 				    * eviction (their frames are walked with frame pointers) */
-	uint64_t build_ns;	   /* time spent building tables, ns */
+	uint64_t build_ns;	      /* time spent building tables, ns */
 	uint64_t processes_published; /* process mapping sets written */
 	uint64_t processes_no_room;   /* publications that failed: a map was full (retried after
 				       * each window) */
-	uint64_t tables;	   /* tables in the row map now */
-	uint64_t rows;		   /* rows they hold */
-	uint64_t processes;	   /* processes published now */
-	uint64_t pending;	   /* processes with a table being built */
+	uint64_t tables;	      /* tables in the row map now */
+	uint64_t rows;		      /* rows they hold */
+	uint64_t processes;	      /* processes published now */
+	uint64_t pending;	      /* processes with a table being built */
 };
 
 /* Returns NULL with errno set (ENOMEM, or the thread's error). */

@@ -380,7 +380,8 @@ static bool fp_step_ok(struct build_ctx *c, struct proc_image *img, uint64_t pc)
 	if (!c->wb->opts.unwinder || !img)
 		return true;
 	pm = proctab__mapping(c->wb->opts.proctab, img, pc, c->seq, false);
-	if (!pm || !pm->object || sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &vaddr))
+	if (!pm || !pm->object ||
+	    sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &vaddr))
 		return true;
 	return unwinder__fp_step_ok(c->wb->opts.unwinder, pm->object, vaddr);
 }

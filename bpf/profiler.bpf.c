@@ -143,14 +143,14 @@ struct {
 
 /* Where the table unwinder is, kept across its tail calls. */
 struct uw_state {
-	__u64 pc, sp, bp;     /* the registers of the frame being unwound */
+	__u64 pc, sp, bp; /* the registers of the frame being unwound */
 	__u32 tgid;
-	__u32 version;	      /* of the process's unwind_procs entry */
+	__u32 version; /* of the process's unwind_procs entry */
 	__u32 map_start;
 	__u32 nr_maps;
-	__u32 gen;	      /* the generation ignis_sample read */
-	__u32 bp_valid;	      /* 0: rbp is unknown (a row said it was clobbered) */
-	__u32 exact;	      /* pc is an interrupted instruction, not a return address */
+	__u32 gen;	/* the generation ignis_sample read */
+	__u32 bp_valid; /* 0: rbp is unknown (a row said it was clobbered) */
+	__u32 exact;	/* pc is an interrupted instruction, not a return address */
 	__u32 pad;
 	/* The mapping of the last frame: consecutive frames are often in one object. */
 	__u64 m_start, m_end; /* m_end 0: none */
@@ -359,9 +359,9 @@ static __always_inline void record(__u32 g, void *counts, struct ignis_sample_ke
 /* What one step of the unwinder concluded. */
 enum step_result {
 	STEP_CONTINUE = 0,
-	STEP_COMPLETE,	  /* the outermost frame: the stack is whole */
-	STEP_END,	  /* a frame-pointer chain ends (rbp 0): judged by its root later */
-	STEP_TRUNCATED,	  /* stopped early; the reason is counted */
+	STEP_COMPLETE,	/* the outermost frame: the stack is whole */
+	STEP_END,	/* a frame-pointer chain ends (rbp 0): judged by its root later */
+	STEP_TRUNCATED, /* stopped early; the reason is counted */
 };
 
 /*
@@ -610,8 +610,9 @@ int ignis_unwind(struct bpf_perf_event_data *ctx)
 		stat_inc(cs->uw.gen, STAT_UNWIND_TAIL_CALL);
 		r = STEP_TRUNCATED;
 	}
-	unwind_finish(cs, r == STEP_COMPLETE ? STACK_F_COMPLETE :
-			  r == STEP_TRUNCATED ? STACK_F_TRUNCATED : 0);
+	unwind_finish(cs, r == STEP_COMPLETE  ? STACK_F_COMPLETE :
+			  r == STEP_TRUNCATED ? STACK_F_TRUNCATED :
+						0);
 	return 0;
 }
 
@@ -623,7 +624,8 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct uw_
 	struct task_struct *task;
 	/* The context allows only whole 8-byte loads of the registers; cs's place is fixed by
 	 * the UAPI struct pt_regs. The low bits of cs hold the privilege level: 3 is user. */
-	__u64 cs = *(const __u64 *)((const char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+	__u64 cs =
+		*(const __u64 *)((const char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
 
 	if ((cs & 3) == 3) {
 		uw->pc = ctx->regs.ip;

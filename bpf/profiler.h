@@ -54,8 +54,8 @@ _Static_assert(sizeof(struct ignis_stack_id) == 16, "ignis_stack_id size");
  * ignis_stack_id. Entries are immutable once inserted.
  */
 struct ignis_stack {
-	__u32 len;   /* frames used in ips[] */
-	__u32 flags; /* STACK_F_* */
+	__u32 len;			  /* frames used in ips[] */
+	__u32 flags;			  /* STACK_F_* */
 	__u64 ips[IGNIS_MAX_STACK_DEPTH]; /* instruction pointers; ips[0] is the leaf */
 };
 _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ignis_stack size");
@@ -266,7 +266,7 @@ struct ignis_config {
 	__u32 kernel_stacks;	 /* 1: walk kernel stacks */
 	__u32 skip_walk;	 /* 1: benchmark mode, record empty stacks without walking */
 	__u64 mmap_event_gap_ns; /* min time between two PROC_EVENT_MMAP of one tgid, ns */
-	__u32 unwind_tables;	 /* 1: unwind user stacks with the tables where a process has them */
+	__u32 unwind_tables; /* 1: unwind user stacks with the tables where a process has them */
 	__u32 pad;
 };
 _Static_assert(sizeof(struct ignis_config) == 32, "ignis_config size");

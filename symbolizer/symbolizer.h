@@ -251,13 +251,16 @@ struct sym_unwind_table {
  * in-memory image when image is not NULL. On success *t owns its rows: release them with
  * sym_unwind_table__fini(). Returns 0, -ENODATA when the object has no CFI, -ENOTSUP when it
  * is not x86_64 (or its .debug_frame is compressed), -EINVAL when it is not ELF or its CFI
- * is unreadable, -E2BIG past the caps on FDEs and rows, or -ENOMEM. Bad CFI in one FDE
- * leaves that FDE without rules (counted in fde_errors) and the rest of the table intact.
+ * is unreadable, -E2BIG past the caps on FDEs and rows, or -ENOMEM. CFI that cannot be
+ * used leaves code without rules ("no CFI" rows, counted in fde_errors), never wrong ones:
+ * an FDE that cannot be evaluated, or that overlaps another; from the first entry whose
+ * program cannot be decoded, or once the work budget for the object is spent, the rest.
  */
 int sym_unwind_table__build(int fd, const void *image, size_t size,
 			    struct sym_unwind_table *t) SYM_WARN_UNUSED;
 /* As sym_unwind_table__build(), for an opened object; safe on any thread while o lives. */
-int sym_object__unwind_table(const struct sym_object *o, struct sym_unwind_table *t) SYM_WARN_UNUSED;
+int sym_object__unwind_table(const struct sym_object *o,
+			     struct sym_unwind_table *t) SYM_WARN_UNUSED;
 void sym_unwind_table__fini(struct sym_unwind_table *t);
 /* The row covering pc, or NULL when pc is below the first row. Borrowed from t. */
 const struct sym_unwind_row *sym_unwind_table__find(const struct sym_unwind_table *t, uint64_t pc);

@@ -191,4 +191,55 @@ bool sym_next_section(Elf *elf, Elf_Scn **scn, GElf_Shdr *shdr, const char **nam
 /* Grow *arr (of *cap elements of elem_size bytes) to hold at least want; overflow-checked. */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);
 
+/* ---- cfi.c: call frame information decoded without running it ---- */
+
+/* DW_EH_PE_* pointer encodings (LSB Core §10.5.1). */
+#define DW_EH_PE_omit	  0xff
+#define DW_EH_PE_absptr	  0x00
+#define DW_EH_PE_uleb128  0x01
+#define DW_EH_PE_udata2	  0x02
+#define DW_EH_PE_udata4	  0x03
+#define DW_EH_PE_udata8	  0x04
+#define DW_EH_PE_sleb128  0x09
+#define DW_EH_PE_sdata2	  0x0a
+#define DW_EH_PE_sdata4	  0x0b
+#define DW_EH_PE_sdata8	  0x0c
+#define DW_EH_PE_pcrel	  0x10
+#define DW_EH_PE_indirect 0x80
+
+/* What sym_cfi_check_program() found in a CFA program. */
+struct sym_cfi_program {
+	uint64_t moves;	    /* instructions that move the location: rows after the first */
+	uint64_t remembers; /* DW_CFA_remember_state */
+	uint64_t max_regno; /* the highest register named */
+};
+
+/* A section's address and bytes, the base of pc-relative (DW_EH_PE_pcrel) pointers. */
+struct sym_cfi_section {
+	uint64_t addr;
+	const uint8_t *start;
+};
+
+/*
+ * Read one DW_EH_PE-encoded value at *p (advanced past it). With sec, pc-relative values get
+ * the address of their field added (an FDE's initial location); without, a value is read as
+ * is (an address range). Returns 0, or -EINVAL for an encoding this reader does not know
+ * (indirect, datarel and the like: no x86_64 compiler emits them in an FDE) or a value past
+ * end.
+ */
+int sym_cfi_read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc,
+			 const struct sym_cfi_section *sec, uint64_t *v);
+
+/* Skip a DW_FORM_block operand (a ULEB128 length, then that many bytes). 0 or -EINVAL. */
+int sym_cfi_skip_block(const uint8_t **p, const uint8_t *end);
+
+/*
+ * Decode a CFA program (DWARF 5 §6.4.2) without running it: 0 when every instruction is one
+ * libdw knows, its operands lie within [p, end), every register it names is at most 255 and
+ * remembered states nest at most 64 deep; -EINVAL otherwise. enc is the CIE's pointer
+ * encoding, for DW_CFA_set_loc. What it found goes to *pr.
+ */
+int sym_cfi_check_program(uint8_t enc, const uint8_t *p, const uint8_t *end,
+			  struct sym_cfi_program *pr);
+
 #endif /* IGNIS_SYMBOLIZER_INTERNAL_H */

@@ -382,6 +382,7 @@ fuzz: deps
 		mkdir -p tests/fuzz/corpus/$$t $(FUZZ_DIR)/new-$$t; \
 		echo "  FUZZ     $$t for $(FUZZ_SECONDS) s"; \
 		$(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+			-artifact_prefix=$(FUZZ_DIR)/ \
 			-print_final_stats=1 $(FUZZ_DIR)/new-$$t tests/fuzz/corpus/$$t \
 			$(FUZZ_DIR)/seeds/$$t > $(FUZZ_DIR)/$$t.log 2>&1 || \
 			{ tail -50 $(FUZZ_DIR)/$$t.log; exit 1; }; \

@@ -308,14 +308,21 @@ static void test_recapture_keeps_stale(void **state)
 
 /* ---- The window builder --------------------------------------------------------------- */
 
-static void add_stack(struct drained_window *w, uint64_t id, const uint64_t *ips, uint32_t n)
+static void add_stack_flags(struct drained_window *w, uint64_t id, const uint64_t *ips,
+			    uint32_t n, uint32_t flags)
 {
 	struct drained_stack *ds = malloc(sizeof(*ds) + n * sizeof(ds->ips[0]));
 
 	ds->id = (struct ignis_stack_id){ .lo = id, .hi = ~id };
 	ds->len = n;
+	ds->flags = flags;
 	memcpy(ds->ips, ips, n * sizeof(ips[0]));
 	assert_int_equal(hashmap__insert(&w->stacks, &ds->id, ds), 0);
+}
+
+static void add_stack(struct drained_window *w, uint64_t id, const uint64_t *ips, uint32_t n)
+{
+	add_stack_flags(w, id, ips, n, 0);
 }
 
 static void add_sample(struct drained_window *w, uint32_t tid, uint64_t ustack,
@@ -446,6 +453,58 @@ static void test_window_builder(void **state)
 	window_builder__free(wb);
 }
 
+/*
+ * Stacks from the table unwinder say how they ended: complete (an outermost frame per CFI)
+ * needs no root-function check; truncated gets [truncated] even with a root-looking end; a
+ * frame marked exact (the pc a signal interrupted) and the signal trampoline before it are
+ * looked up as they are, not as return addresses.
+ */
+static void test_window_table_stacks(void **state)
+{
+	struct fake *f = *state;
+	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
+	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
+	struct window_stats ws = { 0 };
+	struct drained_window w;
+	struct window_builder *wb;
+	struct profile *p;
+	uint64_t ips[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
+	uint64_t exact[3] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr,
+			      (LIB_BASE + f->second.addr + 2) | IGNIS_USER_IP_EXACT };
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	wb = window_builder__new(&wo);
+	drained_window__init(&w);
+	add_stack_flags(&w, 31, ips, 2, STACK_F_TABLES | STACK_F_COMPLETE);
+	add_stack_flags(&w, 32, ips, 2, STACK_F_TABLES | STACK_F_TRUNCATED);
+	add_stack_flags(&w, 33, exact, 3, STACK_F_TABLES | STACK_F_COMPLETE);
+	add_sample(&w, PID, 31, 0, 0, "main", 2);
+	add_sample(&w, PID + 1, 32, 0, 0, "main", 3);
+	add_sample(&w, PID + 2, 33, 0, 0, "main", 1);
+	p = profile__new(&po);
+	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	assert_int_equal(ws.truncated_stacks, 3);
+	assert_int_equal(p->nr_samples, 3);
+	/* Complete: fx_exported_second starts no thread, yet no [truncated]. */
+	assert_int_equal(p->samples[0].nr_locations, 2);
+	assert_string_equal(loc_name(p, p->samples[0].locations[1]), "fx_exported_second");
+	/* Truncated by the unwinder. */
+	assert_int_equal(p->samples[1].nr_locations, 3);
+	assert_string_equal(loc_name(p, p->samples[1].locations[2]), "[truncated]");
+	/* The trampoline at the start of fx_exported_second and the interrupted pc: exact
+	 * addresses; as return addresses the first would fall before the function. */
+	assert_int_equal(p->samples[2].nr_locations, 3);
+	assert_int_equal(profile__location(p, p->samples[2].locations[1])->address,
+			 f->second.addr);
+	assert_string_equal(loc_name(p, p->samples[2].locations[1]), "fx_exported_second");
+	assert_int_equal(profile__location(p, p->samples[2].locations[2])->address,
+			 f->second.addr + 2);
+	profile__free(p);
+	drained_window__fini(&w);
+	window_builder__free(wb);
+}
+
 /* Samples of a process never captured keep their time under [unknown] frames. */
 static void test_window_without_image(void **state)
 {
@@ -484,6 +543,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rescan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recapture_keeps_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_builder, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_table_stacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_without_image, setup, teardown),
 	};
 

@@ -257,6 +257,7 @@ static void *build_thread(void *arg)
 	for (;;) {
 		struct table *t;
 		uint64_t t0;
+		bool last;
 
 		while (!u->queue && !u->stop)
 			pthread_cond_wait(&u->cond, &u->lock);
@@ -266,14 +267,16 @@ static void *build_thread(void *arg)
 		u->queue = t->next_job;
 		if (!u->queue)
 			u->queue_tail = &u->queue;
+		last = !u->queue;
 		pthread_mutex_unlock(&u->lock);
 
 		t0 = now_mono_ns();
 		t->build_err = sym_object__unwind_table(t->obj, &t->built);
 		t->build_ns = now_mono_ns() - t0;
-		/* libdw's CFI caches of a large object are many small blocks in this thread's
-		 * arena: give them back to the system now rather than keep the peak. */
-		if (t->built.cfi_bytes > TRIM_AFTER_CFI_BYTES)
+		/* libdw's CFI caches are many small blocks in this thread's arena: give them
+		 * back to the system after a large object, and when a burst of builds (a host's
+		 * processes at start) is over, rather than keep the peak. */
+		if (t->built.cfi_bytes > TRIM_AFTER_CFI_BYTES || last)
 			malloc_trim(0);
 
 		pthread_mutex_lock(&u->lock);

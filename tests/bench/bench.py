@@ -824,7 +824,8 @@ def symbolization(res, quick):
 UNWIND_DEPTHS = (10, 30)
 # unwind_deep's own functions: a sample is whole when it holds all DEPTH frames of them.
 UNWIND_FRAMES = {"spin", "descend", "worker"}
-ROW_BYTES = 12	# struct ignis_unwind_row (bpf/profiler.h)
+ROW_BYTES = 8	# struct ignis_unwind_row (bpf/profiler.h)
+ROW_MAP_DEFAULT = 16 << 20	# --unwind-table-size's default
 UNWIND_DUMP = os.path.join(BUILD, "tests", "unwind_dump")
 UNWIND_MANY = os.path.join(BENCH, "unwind_many")
 
@@ -1098,7 +1099,7 @@ def unwind_tables(res, quick):
                 log(f"unwind: {line}")
                 continue
             runs[key].append(fields)
-    capacity = (12 << 20) // ROW_BYTES	# --unwind-table-size's default, 12 MiB
+    capacity = ROW_MAP_DEFAULT // ROW_BYTES
     for key, path in objects:
         if not runs[key]:
             continue
@@ -1113,8 +1114,9 @@ def unwind_tables(res, quick):
         res.add(f"unwind_cfi_kib_{key}", f"  .eh_frame it came from", "KiB", [cfi / 1024], cmd)
         res.add(f"unwind_build_ms_{key}", f"  build time", "ms",
                 [float(r["build_ms"]) for r in runs[key]], cmd + f", {reps} runs")
-        res.add(f"unwind_capacity_{key}", f"  share of the default row map (12 MiB, "
-                f"{capacity} rows)", "%", [100.0 * rows / capacity], cmd)
+        res.add(f"unwind_capacity_{key}", f"  share of the default row map "
+                f"({ROW_MAP_DEFAULT >> 20} MiB, {capacity} rows)", "%",
+                [100.0 * rows / capacity], cmd)
         ms = statistics.median(float(r["build_ms"]) for r in runs[key])
         log(f"unwind table {name}: {rows} rows, {rows * ROW_BYTES / 1024:.0f} KiB from "
             f"{cfi / 1024:.0f} KiB of CFI in {ms:.1f} ms")

@@ -156,10 +156,11 @@ class Ignis:
         self.pid = self.proc.pid
         self.settle()
 
-    def settle(self, quiet=0.5, limit=10.0):
+    def settle(self, quiet=3.0, limit=30.0):
         """Wait until the agent's start-up work is done: the unwind tables of the processes
-        running on the host (built once per binary, on a thread of the agent's) stop
-        coming, so that what follows measures the steady state."""
+        running on the host (built once per binary, on a thread of the agent's; up to a
+        second each on a host whose CPUs are all busy) stop coming, so that what follows
+        measures the steady state."""
         deadline = time.monotonic() + limit
         last, since = None, time.monotonic()
         while time.monotonic() < deadline:

@@ -16,6 +16,7 @@
 #include "../bpf/profiler.h"
 #include "../symbolizer/symbolizer.h"
 #include "hashmap.h"
+#include "ignis.h"
 #include "log.h"
 #include "proctab.h"
 #include "unwinder.h"
@@ -51,15 +52,10 @@ struct extents {
 
 static int push_extent(struct extent **arr, size_t *nr, size_t *cap, struct extent e)
 {
-	if (*nr == *cap) {
-		size_t n = *cap ? 2 * *cap : 16;
-		struct extent *p = reallocarray(*arr, n, sizeof(*p));
+	int err = grow_array((void **)arr, cap, *nr + 1, sizeof(**arr));
 
-		if (!p)
-			return -ENOMEM;
-		*arr = p;
-		*cap = n;
-	}
+	if (err)
+		return err;
 	(*arr)[(*nr)++] = e;
 	return 0;
 }
@@ -784,14 +780,8 @@ void unwinder__reconcile(struct unwinder *u,
 
 		if (known(ctx, p->tgid, p->start_time, p->exec_id))
 			continue;
-		if (n == cap) {
-			struct process **g = reallocarray(gone, cap ? 2 * cap : 16, sizeof(*g));
-
-			if (!g)
-				break;
-			gone = g;
-			cap = cap ? 2 * cap : 16;
-		}
+		if (grow_array((void **)&gone, &cap, n + 1, sizeof(*gone)))
+			break; /* the rest on the next window */
 		gone[n++] = p;
 	}
 	for (i = 0; i < n; i++)
@@ -865,14 +855,8 @@ void unwinder__grace_period(struct unwinder *u)
 
 		if (t->state != TABLE_WAITING)
 			continue;
-		if (n == cap) {
-			struct table **w = reallocarray(waiting, cap ? 2 * cap : 16, sizeof(*w));
-
-			if (!w)
-				break;
-			waiting = w;
-			cap = cap ? 2 * cap : 16;
-		}
+		if (grow_array((void **)&waiting, &cap, n + 1, sizeof(*waiting)))
+			break; /* the rest after the next window */
 		waiting[n++] = t;
 	}
 	for (i = 0; i < n; i++) {

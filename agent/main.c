@@ -54,11 +54,9 @@
 /* kallsyms is read again at most this often when kernel addresses stay unnamed. */
 #define KALLSYMS_RELOAD_NS (300 * NSEC_PER_SEC)
 #define GZIP_LEVEL	   6
-/* The table unwinder: processes and their mappings it can hold, and how often the loop
- * looks for finished tables while some are being built. */
+/* The table unwinder: processes and their mappings it can hold. */
 #define UNWIND_PROCESSES 8192
 #define UNWIND_MAPPINGS	 (64 * 1024)
-#define UNWIND_POLL_MS	 20
 /* At exit, how long queued profiles may take to reach the server (the rest is spooled). */
 #define UPLOAD_FLUSH_NS (3 * NSEC_PER_SEC)
 
@@ -542,7 +540,7 @@ static int do_window(struct agent *a)
 	a->window_start_mono = t0;
 
 	/* Process events up to the flip first: their images are what the samples need. */
-	sampler__poll(a->sampler, 0);
+	sampler__poll(a->sampler, 0, -1);
 	fired = sampler__events_fired(a->sampler);
 	err = drain__read(a->sampler, idle, &dw);
 	if (err)
@@ -684,10 +682,9 @@ static int run(struct agent *a)
 			continue;
 		}
 		timeout = (int)((deadline - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
-		/* Tables being built: publish them soon after they are done. */
-		if (a->unwinder && unwinder__busy(a->unwinder) && timeout > UNWIND_POLL_MS)
-			timeout = UNWIND_POLL_MS;
-		err = sampler__poll(a->sampler, timeout);
+		/* Woken as well when tables are built: published at once. */
+		err = sampler__poll(a->sampler, timeout,
+				    a->unwinder ? unwinder__wake_fd(a->unwinder) : -1);
 		if (err < 0 && err != -EINTR) {
 			pr_err("cannot read process events: %s", strerror(-err));
 			return err;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -528,14 +529,17 @@ int sampler__flip(struct sampler *s, unsigned int *idle)
 	return 0;
 }
 
-int sampler__poll(struct sampler *s, int timeout_ms)
+int sampler__poll(struct sampler *s, int timeout_ms, int wake_fd)
 {
-	return ring_buffer__poll(s->rb, timeout_ms);
-}
+	/* The ring buffer's epoll descriptor is itself readable when a ring has data. */
+	struct pollfd fds[2] = {
+		{ .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
+		{ .fd = wake_fd, .events = POLLIN },
+	};
 
-int sampler__events_fd(const struct sampler *s)
-{
-	return ring_buffer__epoll_fd(s->rb);
+	if (poll(fds, wake_fd >= 0 ? 2 : 1, timeout_ms) < 0)
+		return -errno;
+	return ring_buffer__consume(s->rb);
 }
 
 int sampler__stacks_fd(const struct sampler *s, unsigned int gen)

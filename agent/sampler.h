@@ -82,10 +82,12 @@ int sampler__check_links(struct sampler *s);
  */
 int sampler__flip(struct sampler *s, unsigned int *idle) __must_check;
 
-/* Consume ring-buffer events, waiting up to timeout_ms. Returns events handled or -errno. */
-int sampler__poll(struct sampler *s, int timeout_ms);
-/* The descriptor to wait on for events (epoll). */
-int sampler__events_fd(const struct sampler *s);
+/*
+ * Consume ring-buffer events, waiting up to timeout_ms for some, or for wake_fd (-1: none)
+ * to turn readable, whichever comes first. Returns events handled (0 after a timeout or a
+ * wakeup) or -errno (-EINTR on a signal).
+ */
+int sampler__poll(struct sampler *s, int timeout_ms, int wake_fd);
 
 /* Map descriptors for the drain; valid while s lives. */
 int sampler__stacks_fd(const struct sampler *s, unsigned int gen);

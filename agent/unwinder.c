@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <malloc.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include <linux/types.h>
 #include <bpf/bpf.h>
@@ -35,6 +37,14 @@ _Static_assert(UNWIND_RBP_SAME == SYM_RBP_SAME && UNWIND_RBP_AT_CFA == SYM_RBP_A
 #define UPLOAD_CHUNK 4096
 /* After building a table from more CFI than this, return freed memory to the system. */
 #define TRIM_AFTER_CFI_BYTES (256 * 1024)
+/*
+ * Builds go newest first: a process that just started is the likeliest to be short-lived,
+ * and its tables are useful only if they arrive while it runs (a host's start-up backlog
+ * must not delay them); a long-running process loses little by waiting. A table that has
+ * waited longer than this goes first instead, so that an overloaded thread turns fair
+ * (oldest first) rather than starve anyone.
+ */
+#define BUILD_MAX_WAIT_NS (1000 * NSEC_PER_MSEC)
 
 /* ---- Extents of an ARRAY map: first fit, coalescing, with frees deferred past a grace
  * period. */
@@ -184,8 +194,9 @@ struct table {
 	struct sym_unwind_table built; /* from the build thread, until uploaded */
 	int build_err;
 	uint64_t build_ns;
-	struct table *next_job; /* build queue / done list */
-	bool fresh;		/* just uploaded after waiting for room */
+	struct table *next_job, *prev_job; /* build queue (newest at the head) / done list */
+	uint64_t queued_ns;		   /* CLOCK_MONOTONIC when queued */
+	bool fresh;			   /* just uploaded after waiting for room */
 };
 
 /* One executable mapping of a process, as published. */
@@ -220,9 +231,9 @@ struct unwinder {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stop;
-	struct table *queue, **queue_tail; /* under lock */
-	struct table *done;		   /* under lock */
-	uint64_t building;		   /* tables queued or being built */
+	struct table *queue, *queue_tail; /* under lock; newest at the head */
+	struct table *done;		  /* under lock */
+	int done_fd;			  /* eventfd: readable when done is not empty */
 };
 
 static uint64_t hash_key(const void *k)
@@ -245,8 +256,28 @@ static bool equal_tgid(const void *a, const void *b)
 	return a == b;
 }
 
+/* Under lock: the next table to build (see BUILD_MAX_WAIT_NS), off the queue. */
+static struct table *dequeue(struct unwinder *u)
+{
+	struct table *t = u->queue;
+
+	if (now_mono_ns() - u->queue_tail->queued_ns > BUILD_MAX_WAIT_NS)
+		t = u->queue_tail;
+	if (t->prev_job)
+		t->prev_job->next_job = t->next_job;
+	else
+		u->queue = t->next_job;
+	if (t->next_job)
+		t->next_job->prev_job = t->prev_job;
+	else
+		u->queue_tail = t->prev_job;
+	t->next_job = t->prev_job = NULL;
+	return t;
+}
+
 static void *build_thread(void *arg)
 {
+	static const uint64_t one = 1;
 	struct unwinder *u = arg;
 
 	pthread_mutex_lock(&u->lock);
@@ -259,10 +290,7 @@ static void *build_thread(void *arg)
 			pthread_cond_wait(&u->cond, &u->lock);
 		if (u->stop)
 			break;
-		t = u->queue;
-		u->queue = t->next_job;
-		if (!u->queue)
-			u->queue_tail = &u->queue;
+		t = dequeue(u);
 		last = !u->queue;
 		pthread_mutex_unlock(&u->lock);
 
@@ -278,6 +306,9 @@ static void *build_thread(void *arg)
 		pthread_mutex_lock(&u->lock);
 		t->next_job = u->done;
 		u->done = t;
+		/* Cannot fail but by overflowing the counter (2^64 - 1 wakeups unread). */
+		if (write(u->done_fd, &one, sizeof(one)) < 0)
+			pr_debug("unwinder: cannot wake the main loop: %s", strerror(errno));
 	}
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
@@ -293,7 +324,11 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 	u->opts = *opts;
 	hashmap__init(&u->tables, hash_key, equal_key);
 	hashmap__init(&u->processes, hash_tgid, equal_tgid);
-	u->queue_tail = &u->queue;
+	u->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (u->done_fd < 0) {
+		free(u);
+		return NULL;
+	}
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	if (extents_init(&u->rows, opts->max_rows) || extents_init(&u->maps, opts->max_maps)) {
@@ -346,6 +381,7 @@ void unwinder__free(struct unwinder *u)
 	extents_fini(&u->maps);
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);
+	close(u->done_fd);
 	free(u);
 }
 
@@ -575,10 +611,14 @@ static struct table *table_get(struct unwinder *u, struct sym_object *obj)
 		free(t);
 		return NULL;
 	}
+	t->queued_ns = now_mono_ns();
 	pthread_mutex_lock(&u->lock);
-	*u->queue_tail = t;
-	u->queue_tail = &t->next_job;
-	u->building++;
+	t->next_job = u->queue;
+	if (u->queue)
+		u->queue->prev_job = t;
+	else
+		u->queue_tail = t;
+	u->queue = t;
 	pthread_cond_signal(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 	return t;
@@ -812,7 +852,10 @@ void unwinder__poll(struct unwinder *u)
 {
 	struct table *done, *next;
 	bool any = false;
+	uint64_t wakeups;
 
+	if (read(u->done_fd, &wakeups, sizeof(wakeups)) < 0 && errno != EAGAIN)
+		pr_debug("unwinder: cannot read its eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&u->lock);
 	done = u->done;
 	u->done = NULL;
@@ -820,7 +863,6 @@ void unwinder__poll(struct unwinder *u)
 	for (; done; done = next) {
 		next = done->next_job;
 		done->next_job = NULL;
-		u->building--;
 		if (!done->users) {
 			/* Every process that wanted it went meanwhile. */
 			hashmap__delete(&u->tables, done->key);
@@ -835,9 +877,9 @@ void unwinder__poll(struct unwinder *u)
 		publish_fresh(u);
 }
 
-bool unwinder__busy(const struct unwinder *u)
+int unwinder__wake_fd(const struct unwinder *u)
 {
-	return u->building > 0;
+	return u->done_fd;
 }
 
 void unwinder__grace_period(struct unwinder *u)

@@ -79,8 +79,9 @@ void unwinder__reconcile(struct unwinder *u,
 /* Take finished tables from the build thread and publish the processes waiting for them. */
 void unwinder__poll(struct unwinder *u);
 
-/* True while tables are being built for waiting processes: poll again soon. */
-bool unwinder__busy(const struct unwinder *u);
+/* A descriptor that turns readable when built tables wait for unwinder__poll() (which
+ * resets it); owned by u. */
+int unwinder__wake_fd(const struct unwinder *u);
 
 /* Called after a generation flip: extents freed before it may be reused. */
 void unwinder__grace_period(struct unwinder *u);

@@ -254,14 +254,19 @@ static __always_inline void read_task(struct task_info *ti)
 /*
  * Announce a process image on its first sample, and again when its executable mappings
  * grew or shrank (mm->exec_vm changed: dlopen, munmap of a library), at most once per
- * cfg.mmap_event_gap_ns. The procs entry is written only once the event is in the ring
- * buffer, so an event lost to a full buffer is retried on the next sample. Returns 1 when
- * the image is announced and unchanged.
+ * cfg.mmap_event_gap_ns -- or per quarter of the process's age if that is shorter: a first
+ * sample often lands while the dynamic loader is still mapping the libraries, and what it
+ * maps next must be announced within a few samples (its tables, its symbols), not after a
+ * gap that is long for a young process. Each event then comes at an age at least 4/3 of
+ * the one before: some 25-30 more events at most, until the age reaches four gaps. The
+ * procs entry is written only once the event is in the ring buffer, so an event lost to a
+ * full buffer is retried on the next sample. Returns 1 when the
+ * image is announced and unchanged.
  */
 static __always_inline int track_process(__u32 g, __u32 tgid, const struct task_info *ti)
 {
 	struct ignis_proc_state *st, fresh = {};
-	__u64 now;
+	__u64 now, gap, age;
 	long err;
 
 	st = bpf_map_lookup_elem(&procs, &tgid);
@@ -269,7 +274,11 @@ static __always_inline int track_process(__u32 g, __u32 tgid, const struct task_
 		if (st->exec_vm == ti->exec_vm)
 			return 1;
 		now = bpf_ktime_get_ns();
-		if (now - st->last_event_ns < cfg.mmap_event_gap_ns)
+		gap = cfg.mmap_event_gap_ns;
+		age = bpf_ktime_get_boot_ns() - ti->start_time; /* start_boottime's clock */
+		if (age / 4 < gap)
+			gap = age / 4;
+		if (now - st->last_event_ns < gap)
 			return 0;
 		emit_event(g, PROC_EVENT_MMAP, tgid, ti->start_time, ti->exec_id, ti->leader, &err);
 		if (err)

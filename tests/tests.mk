@@ -18,7 +18,7 @@ WORKLOADS := $(WORKLOAD_DIR)/hot2 $(WORKLOAD_DIR)/burn $(WORKLOAD_DIR)/burn-nopi
 NOFP_WORKLOAD_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread \
 			-Wall -Wextra
 WORKLOADS += $(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/lzmaloop $(WORKLOAD_DIR)/throws \
-	     $(WORKLOAD_DIR)/sigprof $(WORKLOAD_DIR)/deep-lld
+	     $(WORKLOAD_DIR)/sigprof $(WORKLOAD_DIR)/deep-lld $(WORKLOAD_DIR)/lzmadl
 
 # The same linked by lld, which packs segments: the executable one starts mid-page, after
 # the read-only one's tail (a mapping's load bias must come from the segment it maps).
@@ -37,6 +37,11 @@ $(WORKLOAD_DIR)/lzmaloop: tests/workloads/lzmaloop.c tests/workloads/workload.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(NOFP_WORKLOAD_CFLAGS) -fPIE -pie -o $@ $< -llzma
+
+$(WORKLOAD_DIR)/lzmadl: tests/workloads/lzmaloop.c tests/workloads/workload.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(NOFP_WORKLOAD_CFLAGS) -DLZMA_DLOPEN -fPIE -pie -o $@ $<
 
 $(WORKLOAD_DIR)/throws: tests/workloads/throws.cpp
 	$(call msg,CXX,$@)

@@ -44,7 +44,7 @@ int main(void)
 			return 1;
 		}
 		usleep(200000);
-		sampler__poll(s, 0);
+		sampler__poll(s, 0, -1);
 		if (sampler__flip(s, &idle)) {
 			fprintf(stderr, "round %d: flip failed\n", round);
 			return 1;

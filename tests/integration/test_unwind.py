@@ -30,17 +30,34 @@ def chain_from_leaf(frames, chain):
 
 def share_with_chain(stacks, chain):
     """Of (frames, count) pairs: the share whose stack holds the chain from its leaf out,
-    and ends at a root (a complete stack, not [truncated])."""
+    and ends at a root (a complete stack, not [truncated]); the total; and the other stacks
+    as text, commonest first, for a failure message."""
     total = good = 0
+    other = {}
     for frames, count in stacks:
         total += count
         if chain_from_leaf(frames, chain) and frames[-1] in ROOTS:
             good += count
-    return (good / total if total else 0.0), total
+        else:
+            key = " <- ".join(frames)
+            other[key] = other.get(key, 0) + count
+    worst = sorted(other.items(), key=lambda kv: -kv[1])[:6]
+    return (good / total if total else 0.0), total, "".join(f"\n  {c} x {k}" for k, c in worst)
 
 
-def ignis_stacks(agent, pid):
-    return [(p.frames(s), s["count"]) for p in profiles_of(agent) for s in p.samples(pid=pid)]
+def ignis_stacks(agent, pid, user_only=False):
+    """pid's stacks as (frames leaf first, count). user_only: without the kernel frames on
+    top (an interrupt or a system call over the user stack, which is what is judged)."""
+    out = []
+    for p in profiles_of(agent):
+        for s in p.samples(pid=pid):
+            locs = s["locations"]
+            while user_only and locs and \
+                    p.mappings.get(p.locations[locs[0]]["mapping"], {}).get("file") == \
+                    "[kernel.kallsyms]":
+                locs = locs[1:]
+            out.append((p.frames(dict(s, locations=locs)), s["count"]))
+    return out
 
 
 def perf_stacks(argv):
@@ -71,16 +88,16 @@ def test_deep_chain_without_frame_pointers_matches_perf_dwarf():
     of the samples, as perf --call-graph dwarf sees them; the frame-pointer walk does not
     (which is what makes this test fail if the tables broke)."""
     argv = [workload("deep"), "4"]
-    ref, ref_total = share_with_chain(perf_stacks(argv), DEEP_CHAIN)
+    ref, ref_total, ref_other = share_with_chain(perf_stacks(argv), DEEP_CHAIN)
     check(ref_total > 150 and ref >= 0.95,
           f"the reference itself: perf --call-graph dwarf has the chain on {ref:.1%} of "
-          f"{ref_total} samples")
+          f"{ref_total} samples; others:{ref_other}")
 
     agent, _, pid = run_with_agent(argv, agent_args=DWARF)
-    got, total = share_with_chain(ignis_stacks(agent, pid), DEEP_CHAIN)
+    got, total, other = share_with_chain(ignis_stacks(agent, pid, user_only=True), DEEP_CHAIN)
     check(total > 300, f"only {total} samples of deep")
     check(got >= 0.95, f"ignis has the whole chain on {got:.1%} of {total} samples "
-          f"(perf: {ref:.1%}):\n{agent.stderr()[-1500:]}")
+          f"(perf: {ref:.1%}); others:{other}")
 
     # go tool pprof reads the same stacks.
     traces = [t for p in agent.profiles() for _, _, t in go_traces(p, "-tagfocus", f"pid={pid}")]
@@ -91,11 +108,13 @@ def test_deep_chain_without_frame_pointers_matches_perf_dwarf():
     # its mapping's file offset lies in the read-only segment (the load bias must come from
     # the segment the mapping maps, or every row is read 4 KiB off).
     lld_agent, _, lld_pid = run_with_agent([workload("deep-lld"), "3"], agent_args=DWARF)
-    lld, lld_total = share_with_chain(ignis_stacks(lld_agent, lld_pid), DEEP_CHAIN)
-    check(lld >= 0.95, f"linked by lld: the whole chain on {lld:.1%} of {lld_total} samples")
+    lld, lld_total, lld_other = share_with_chain(ignis_stacks(lld_agent, lld_pid, True),
+                                                 DEEP_CHAIN)
+    check(lld >= 0.95, f"linked by lld: the whole chain on {lld:.1%} of {lld_total} "
+          f"samples; others:{lld_other}")
 
     fp_agent, _, fp_pid = run_with_agent(argv, agent_args=["--unwind", "fp"])
-    fp, fp_total = share_with_chain(ignis_stacks(fp_agent, fp_pid), DEEP_CHAIN)
+    fp, fp_total, _ = share_with_chain(ignis_stacks(fp_agent, fp_pid, True), DEEP_CHAIN)
     check(fp < 0.5, f"frame pointers alone found the chain on {fp:.1%} of {fp_total} samples: "
           "the workload does not test the tables")
 
@@ -122,25 +141,33 @@ def test_samples_in_the_kernel_unwind_from_the_saved_user_registers():
           f"{good} of {kernel} kernel samples have deep's whole chain under them")
 
 
-def test_library_without_frame_pointers_has_the_program_as_caller():
-    """A hot loop inside Debian's liblzma (built without frame pointers), called from the
-    program: the program's frames are the callers (rootward) of the library's frames."""
-    chain = ["compress_block", "run_compress", "main"]
-    agent, _, pid = run_with_agent([workload("lzmaloop"), "4"], agent_args=DWARF)
-    profiles = profiles_of(agent)
+LZMA_CHAIN = ["compress_block", "run_compress", "main"]
+
+
+def liblzma_samples(agent, pids):
+    """Samples of pids whose leaf is in liblzma: (how many, how many have the program's
+    whole chain rootward of the library's frames, ending at a root)."""
     in_lib = good = 0
-    for p in profiles:
-        for s in p.samples(pid=pid):
+    for p in profiles_of(agent):
+        for s in (s for pid in pids for s in p.samples(pid=pid)):
             leaf = p.locations[s["locations"][0]]
             mapping = p.mappings.get(leaf["mapping"])
             if not mapping or "liblzma" not in os.path.basename(mapping["file"]):
                 continue
             in_lib += s["count"]
             frames = p.frames(s)
-            if chain[0] in frames:
-                i = frames.index(chain[0])
-                if frames[i:i + len(chain)] == chain and frames[-1] in ROOTS:
+            if LZMA_CHAIN[0] in frames:
+                i = frames.index(LZMA_CHAIN[0])
+                if frames[i:i + len(LZMA_CHAIN)] == LZMA_CHAIN and frames[-1] in ROOTS:
                     good += s["count"]
+    return in_lib, good
+
+
+def test_library_without_frame_pointers_has_the_program_as_caller():
+    """A hot loop inside Debian's liblzma (built without frame pointers), called from the
+    program: the program's frames are the callers (rootward) of the library's frames."""
+    agent, _, pid = run_with_agent([workload("lzmaloop"), "4"], agent_args=DWARF)
+    in_lib, good = liblzma_samples(agent, [pid])
     check(in_lib > 200, f"only {in_lib} samples in liblzma:\n{agent.stderr()[-1500:]}")
     check(good >= 0.9 * in_lib,
           f"{good} of {in_lib} liblzma samples have compress_block <- run_compress <- main")
@@ -155,6 +182,29 @@ def test_library_without_frame_pointers_has_the_program_as_caller():
             fp_good += s["count"] if "run_compress" in frames else 0
     check(fp_good < 0.5 * fp_lib,
           f"frame pointers alone found run_compress on {fp_good} of {fp_lib} samples")
+
+
+def test_library_mapped_after_the_first_sample_is_unwound_within_samples():
+    """lzmadl is announced while it runs its own code (as most processes are: their first
+    sample lands in the dynamic loader), then maps liblzma with dlopen() and spends its time
+    there. The new mapping must be announced and its table published within a few samples,
+    not after the quarter-second gap of a long-running process: in 0.4 s runs, the library's
+    samples have the program as caller as they do in a process that linked it."""
+    agent = Agent(*DWARF, interval=2).wait_ready()
+    time.sleep(1.0)
+    pids = []
+    for _ in range(6):
+        proc = spawn([workload("lzmadl"), "0.4"])
+        _, err = wait_exit(proc, 60)
+        check(proc.returncode == 0, f"lzmadl failed: {err}")
+        pids.append(proc.pid)
+    time.sleep(0.5)
+    agent.stop()
+    in_lib, good = liblzma_samples(agent, pids)
+    check(in_lib > 120, f"only {in_lib} samples in liblzma:\n{agent.stderr()[-1500:]}")
+    check(good >= 0.9 * in_lib,
+          f"{good} of {in_lib} liblzma samples of 0.4 s runs that dlopen() it have "
+          f"compress_block <- run_compress <- main")
 
 
 def no_garbage(agent, pid, known_dsos):
@@ -306,4 +356,4 @@ def test_exec_churn_no_wrong_stacks_tables_freed_memory_flat():
     # The first sample of a process comes before its tables (it is what announces the
     # process): walked with frame pointers, it ends in [truncated].
     check(total > 200, f"only {total} samples of the short-lived deep runs")
-    check(good >= 0.8 * total, f"{good} of {total} samples of deep have the whole chain")
+    check(good >= 0.85 * total, f"{good} of {total} samples of deep have the whole chain")

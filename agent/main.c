@@ -57,6 +57,8 @@
 /* The table unwinder: processes and their mappings it can hold. */
 #define UNWIND_PROCESSES 8192
 #define UNWIND_MAPPINGS	 (64 * 1024)
+/* ... and the main executables it recognises before their process is published. */
+#define UNWIND_EXECUTABLES 4096
 /* At exit, how long queued profiles may take to reach the server (the rest is spooled). */
 #define UPLOAD_FLUSH_NS (3 * NSEC_PER_SEC)
 
@@ -421,6 +423,7 @@ static void account(struct agent *a, const struct drained_window *dw, const stru
 	t->jit_map_lines_malformed = ps.perfmap_malformed;
 	t->unwind_samples += st[STAT_UNWIND_SAMPLES];
 	t->unwind_no_tables += st[STAT_UNWIND_NO_TABLES];
+	t->unwind_exe_only += st[STAT_UNWIND_EXE_ONLY];
 	t->unwind_fp_frames += st[STAT_UNWIND_FP_FRAMES];
 	t->unwind_no_cfi_frames += st[STAT_UNWIND_NO_CFI];
 	t->unwind_cut[0] += st[STAT_UNWIND_READ_FAULT];
@@ -449,6 +452,7 @@ static void publish(struct agent *a)
 		t->unwind_table_errors = us.table_errors + us.tables_no_room;
 		t->unwind_tables_evicted = us.tables_evicted;
 		t->unwind_processes = us.processes;
+		t->unwind_executables = us.executables;
 		t->unwind_build_seconds = (double)us.build_ns / 1e9;
 	}
 	a->snap.cpus = sampler__nr_cpus(a->sampler);
@@ -792,6 +796,7 @@ int main(int argc, char **argv)
 	sopts.unwind_rows = (uint32_t)(cfg.unwind_table_bytes / sizeof(struct ignis_unwind_row));
 	sopts.unwind_maps = UNWIND_MAPPINGS;
 	sopts.unwind_procs = UNWIND_PROCESSES;
+	sopts.unwind_exes = UNWIND_EXECUTABLES;
 	a.sampler = sampler__new(&sopts);
 	if (!a.sampler)
 		goto cleanup;
@@ -835,6 +840,7 @@ int main(int argc, char **argv)
 			.rows_fd = sampler__unwind_rows_fd(a.sampler),
 			.maps_fd = sampler__unwind_maps_fd(a.sampler),
 			.procs_fd = sampler__unwind_procs_fd(a.sampler),
+			.exes_fd = sampler__unwind_exes_fd(a.sampler),
 			.max_rows = sopts.unwind_rows,
 			.max_maps = sopts.unwind_maps,
 			.max_procs = sopts.unwind_procs,

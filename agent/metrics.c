@@ -237,6 +237,11 @@ long metrics_format(const struct metrics_snapshot *s, const char *version, char 
 	metric(f, "ignis_unwind_no_tables_total", "counter",
 	       "Samples of processes without unwind tables (yet), walked with frame pointers.");
 	fprintf(f, "ignis_unwind_no_tables_total %llu\n", U64(s->unwind_no_tables));
+	metric(f, "ignis_unwind_executable_only_total", "counter",
+	       "Samples of processes whose tables were not published yet, unwound with their "
+	       "executable's table (from an earlier process of the same file), frame pointers "
+	       "elsewhere.");
+	fprintf(f, "ignis_unwind_executable_only_total %llu\n", U64(s->unwind_exe_only));
 	metric(f, "ignis_unwind_frame_pointer_frames_total", "counter",
 	       "Frames the table unwinder walked with the frame pointer: in no table (JIT, "
 	       "anonymous code) or in code its table has no CFI for.");
@@ -272,6 +277,9 @@ long metrics_format(const struct metrics_snapshot *s, const char *version, char 
 	fprintf(f, "ignis_unwind_tables_evicted_total %llu\n", U64(s->unwind_tables_evicted));
 	metric(f, "ignis_unwind_processes", "gauge", "Processes unwound with tables.");
 	fprintf(f, "ignis_unwind_processes %llu\n", U64(s->unwind_processes));
+	metric(f, "ignis_unwind_executables", "gauge",
+	       "Main executables whose table applies to a process before it is published.");
+	fprintf(f, "ignis_unwind_executables %llu\n", U64(s->unwind_executables));
 	metric(f, "ignis_unwind_table_build_seconds_total", "counter",
 	       "Time spent building unwind tables (on their own thread).");
 	fprintf(f, "ignis_unwind_table_build_seconds_total %.6f\n", s->unwind_build_seconds);

@@ -77,6 +77,7 @@ struct metrics_snapshot {
 	/* The table unwinder (BPF counters, then the agent's tables). */
 	uint64_t unwind_samples;	/* user stacks unwound with tables */
 	uint64_t unwind_no_tables;	/* samples of processes without tables: fp */
+	uint64_t unwind_exe_only;	/* ... not published yet: their executable's table */
 	uint64_t unwind_fp_frames;	/* frames in no table (JIT): fp */
 	uint64_t unwind_no_cfi_frames;	/* frames in a table's gap: fp */
 	uint64_t unwind_cut[6];		/* read fault, depth, unsupported, stale, tail call, lost */
@@ -87,6 +88,7 @@ struct metrics_snapshot {
 	uint64_t unwind_table_errors;	/* unreadable CFI, too large, no room */
 	uint64_t unwind_tables_evicted; /* dropped from the row map (unused) */
 	uint64_t unwind_processes;	/* published now */
+	uint64_t unwind_executables;	/* main executables recognised unpublished */
 	double unwind_build_seconds;	/* building tables, total */
 	/* Windows and sinks. */
 	uint64_t windows;

@@ -437,6 +437,8 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 		m->start = e.start;
 		m->end = e.end;
 		m->offset = e.offset;
+		m->inode = e.inode;
+		m->dev = e.dev_major << 20 | e.dev_minor;
 		m->kind = kind;
 		m->stale_window = UINT64_MAX;
 		m->name = strdup(kind == MAPPING_ANON && !e.path[0] ? "[anon]" : e.path);
@@ -544,6 +546,8 @@ static int new_image(struct proctab *pt, const struct ignis_proc_event *ev, uint
 			if (hashmap__insert(&pt->by_tgid, &img->id.tgid, img))
 				pr_debug("pid %u: cannot index by tgid", id.tgid);
 		}
+		img->exe_inode = ev->exe_inode;
+		img->exe_dev = ev->exe_dev;
 		return capture(pt, img, ev->exe_inode, window);
 	}
 	img = calloc(1, sizeof(*img));
@@ -554,6 +558,8 @@ static int new_image(struct proctab *pt, const struct ignis_proc_event *ev, uint
 	img->exited_window = UINT64_MAX;
 	memcpy(img->comm, ev->comm, sizeof(img->comm));
 	img->comm[sizeof(img->comm) - 1] = '\0';
+	img->exe_inode = ev->exe_inode;
+	img->exe_dev = ev->exe_dev;
 	err = capture(pt, img, ev->exe_inode, window);
 	if (err) {
 		pr_debug("pid %u (%s): cannot capture mappings: %s", id.tgid, img->comm,

@@ -42,6 +42,8 @@ struct proc_mapping {
 	uint64_t start;
 	uint64_t end;
 	uint64_t offset; /* file offset of start */
+	uint64_t inode;	 /* of the mapped file as maps shows it, 0 if none */
+	uint32_t dev;	 /* ... and its device, the kernel's encoding (major << 20 | minor) */
 	enum mapping_kind kind;
 	struct sym_object *object; /* owned reference, or NULL */
 	char *name;		   /* path as the process sees it, "[vdso]", "[anon]" */
@@ -53,6 +55,8 @@ struct proc_image {
 	struct proc_id id;
 	char comm[16];		   /* the process's name (its main thread's comm) */
 	char exe[256];		   /* its executable as it sees it, "" if unreadable */
+	uint64_t exe_inode;	   /* mm->exe_file's inode and device as BPF read them (the */
+	uint32_t exe_dev;	   /* kernel's encoding); 0 if unknown */
 	struct proc_meta meta;	   /* container, pod and unit from its cgroup */
 	struct proc_mapping *maps; /* sorted by start; stale ones overlap no current one */
 	size_t nr_maps;

@@ -231,6 +231,8 @@ static int load(struct sampler *s, bool unwind)
 			err = bpf_map__set_max_entries(skel->maps.unwind_maps, opts->unwind_maps);
 		if (!err)
 			err = bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_procs);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.unwind_exes, opts->unwind_exes);
 		if (err)
 			goto err_size;
 	} else {
@@ -580,6 +582,11 @@ int sampler__unwind_maps_fd(const struct sampler *s)
 int sampler__unwind_procs_fd(const struct sampler *s)
 {
 	return bpf_map__fd(s->skel->maps.unwind_procs);
+}
+
+int sampler__unwind_exes_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.unwind_exes);
 }
 
 uint32_t sampler__max_stacks(const struct sampler *s)

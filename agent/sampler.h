@@ -49,6 +49,7 @@ struct sampler_opts {
 	uint32_t unwind_rows;  /* entries of the row map (8 bytes each) */
 	uint32_t unwind_maps;  /* entries of the mapping map (48 bytes each) */
 	uint32_t unwind_procs; /* processes with tables */
+	uint32_t unwind_exes;  /* main executables with tables (56 bytes each) */
 	sampler_event_fn on_event;
 	void *ctx;
 };
@@ -99,6 +100,7 @@ bool sampler__unwinds(const struct sampler *s);
 int sampler__unwind_rows_fd(const struct sampler *s);
 int sampler__unwind_maps_fd(const struct sampler *s);
 int sampler__unwind_procs_fd(const struct sampler *s);
+int sampler__unwind_exes_fd(const struct sampler *s);
 uint32_t sampler__max_stacks(const struct sampler *s);
 uint32_t sampler__max_samples(const struct sampler *s);
 

@@ -197,6 +197,15 @@ struct table {
 	struct table *next_job, *prev_job; /* build queue (newest at the head) / done list */
 	uint64_t queued_ns;		   /* CLOCK_MONOTONIC when queued */
 	bool fresh;			   /* just uploaded after waiting for room */
+	/* As a process's main executable (unwind_exes), for the samples before the process
+	 * is published: what identifies it in memory, taken while the object was held. */
+	bool exe_layout; /* text_vaddr, build_id_vaddr and build_id are known */
+	uint64_t text_vaddr, build_id_vaddr;
+	uint8_t build_id[20];
+	uint32_t build_id_len;
+	bool exe_wanted;		     /* a process runs it as its executable, at exe_key */
+	bool exe_registered;		     /* unwind_exes[exe_key] is this table */
+	struct ignis_unwind_exe_key exe_key; /* mm->exe_file as BPF sees it */
 };
 
 /* One executable mapping of a process, as published. */
@@ -411,6 +420,65 @@ static int upload(int fd, uint32_t start, const void *values, size_t value_size,
 	return 0;
 }
 
+/*
+ * Enter a ready table into unwind_exes at the key a process's executable was seen at, for
+ * the samples of later processes of that file before they are published. Best effort: a
+ * full map leaves their first samples to frame pointers.
+ */
+static void register_exe(struct unwinder *u, struct table *t)
+{
+	struct ignis_unwind_exe e = { 0 };
+	struct hashmap_entry *he;
+
+	if (!t->exe_wanted || t->exe_registered || !t->exe_layout || t->state != TABLE_READY)
+		return;
+	e.text_vaddr = t->text_vaddr;
+	e.base = t->base;
+	e.build_id_vaddr = t->build_id_vaddr;
+	e.row_start = t->row_start;
+	e.nr_rows = t->nr_rows;
+	memcpy(e.build_id, t->build_id, t->build_id_len);
+	e.build_id_len = t->build_id_len;
+	if (bpf_map_update_elem(u->opts.exes_fd, &t->exe_key, &e, BPF_ANY)) {
+		pr_debug("unwinder: cannot enter executable %s: %s", t->key, strerror(errno));
+		return;
+	}
+	/* The file at this key had another build (rewritten in place): replaced. */
+	hashmap__for_each(&u->tables, he) {
+		struct table *o = he->value;
+
+		if (o != t && o->exe_registered &&
+		    !memcmp(&o->exe_key, &t->exe_key, sizeof(t->exe_key))) {
+			o->exe_registered = false;
+			u->st.executables--;
+		}
+	}
+	t->exe_registered = true;
+	u->st.executables++;
+}
+
+/* Remove t's unwind_exes entry: before its rows may be freed. */
+static void unregister_exe(struct unwinder *u, struct table *t)
+{
+	if (!t->exe_registered)
+		return;
+	if (bpf_map_delete_elem(u->opts.exes_fd, &t->exe_key) && errno != ENOENT)
+		pr_warn("unwinder: cannot remove executable %s: %s", t->key, strerror(errno));
+	t->exe_registered = false;
+	u->st.executables--;
+}
+
+/* A process runs t's object as its main executable, which BPF sees at key. */
+static void want_exe(struct unwinder *u, struct table *t, const struct ignis_unwind_exe_key *key)
+{
+	if (t->exe_wanted && !memcmp(&t->exe_key, key, sizeof(*key)))
+		return;
+	unregister_exe(u, t);
+	t->exe_key = *key;
+	t->exe_wanted = true;
+	register_exe(u, t);
+}
+
 /* Drop the least recently used table no process uses. Returns false if there is none. */
 static bool evict_one(struct unwinder *u)
 {
@@ -427,6 +495,7 @@ static bool evict_one(struct unwinder *u)
 	if (!victim)
 		return false;
 	hashmap__delete(&u->tables, victim->key);
+	unregister_exe(u, victim);
 	extents_defer(&u->rows, victim->row_start, victim->nr_rows);
 	u->st.tables--;
 	u->st.rows -= victim->nr_rows;
@@ -508,6 +577,7 @@ static int upload_table(struct unwinder *u, struct table *t)
 	release_built(t);
 	u->st.tables++;
 	u->st.rows += t->nr_rows;
+	register_exe(u, t);
 	return 0;
 }
 
@@ -520,6 +590,15 @@ static void table_built(struct unwinder *u, struct table *t)
 		 sym_object__name(t->obj), t->key, t->built.nr_rows,
 		 (unsigned long long)t->built.cfi_bytes, (double)t->build_ns / 1e6, err ? ": " : "",
 		 err ? strerror(-err) : "");
+	if (!err && t->by_build_id &&
+	    !sym_object__exe_layout(t->obj, &t->text_vaddr, &t->build_id_vaddr)) {
+		const uint8_t *id;
+		size_t n = sym_object__build_id(t->obj, &id);
+
+		t->build_id_len = (uint32_t)(n < sizeof(t->build_id) ? n : sizeof(t->build_id));
+		memcpy(t->build_id, id, t->build_id_len);
+		t->exe_layout = true;
+	}
 	if (t->by_build_id) { /* the key does not need the object alive */
 		sym_object__put(t->obj);
 		t->obj = NULL;
@@ -564,6 +643,7 @@ static void table_put(struct unwinder *u, struct table *t)
 		return; /* the build thread owns it until done; dropped in unwinder__poll */
 	hashmap__delete(&u->tables, t->key);
 	if (t->state == TABLE_READY) {
+		unregister_exe(u, t);
 		extents_defer(&u->rows, t->row_start, t->nr_rows);
 		u->st.tables--;
 		u->st.rows -= t->nr_rows;
@@ -758,6 +838,12 @@ int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
 				table_put(u, maps[n].table);
 			free(maps);
 			return -ENOMEM;
+		}
+		if (m->inode && m->inode == img->exe_inode && m->dev == img->exe_dev) {
+			struct ignis_unwind_exe_key key = { .ino = img->exe_inode,
+							    .dev = img->exe_dev };
+
+			want_exe(u, maps[n].table, &key);
 		}
 		n++;
 	}

@@ -23,9 +23,10 @@ struct sym_object;
 struct unwinder;
 
 struct unwinder_opts {
-	int rows_fd; /* unwind_rows, unwind_maps, unwind_procs (borrowed) */
+	int rows_fd; /* unwind_rows, unwind_maps, unwind_procs, unwind_exes (borrowed) */
 	int maps_fd;
 	int procs_fd;
+	int exes_fd;
 	uint32_t max_rows; /* entries of each map */
 	uint32_t max_maps;
 	uint32_t max_procs;
@@ -46,6 +47,7 @@ struct unwinder_stats {
 	uint64_t tables;	      /* tables in the row map now */
 	uint64_t rows;		      /* rows they hold */
 	uint64_t processes;	      /* processes published now */
+	uint64_t executables;	      /* main executables in unwind_exes now */
 	uint64_t pending;	      /* processes with a table being built */
 };
 

@@ -368,9 +368,11 @@ static int remember(struct build_ctx *c, struct stack_conv *conv)
 }
 
 /*
- * Whether a frame-pointer walk (bpf_get_stack: a process without unwind tables yet, or
- * --unwind fp) found the real caller of the frame at pc: not where the object's unwind table
- * says the function keeps no frame pointer (unwinder__fp_step_ok).
+ * Whether a frame-pointer step found the real caller of the frame at pc: not where the
+ * object's unwind table says the function keeps no frame pointer (unwinder__fp_step_ok).
+ * Such steps are whole walks by bpf_get_stack (--unwind fp, a process without tables) and
+ * the steps the table unwinder took by frame pointer (IGNIS_USER_IP_FP: e.g. out of a
+ * library whose table was not published for the process yet).
  */
 static bool fp_step_ok(struct build_ctx *c, struct proc_image *img, uint64_t pc)
 {
@@ -415,7 +417,7 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 	*conv = probe;
 	for (i = 0; i < st->len; i++) {
 		uint64_t ip = st->ips[i], pc;
-		bool exact = false;
+		bool exact = false, caller_by_fp = !(st->flags & STACK_F_TABLES);
 
 		/* Every frame but the first is a return address (its call is at ip - 1), except
 		 * the pc a signal interrupted, which the table unwinder marks, and the signal
@@ -423,7 +425,8 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 		if (!kernel && (st->flags & STACK_F_TABLES)) {
 			exact = (ip & IGNIS_USER_IP_EXACT) ||
 				(i + 1 < st->len && (st->ips[i + 1] & IGNIS_USER_IP_EXACT));
-			ip &= ~IGNIS_USER_IP_EXACT;
+			caller_by_fp = i + 1 < st->len && (st->ips[i + 1] & IGNIS_USER_IP_FP);
+			ip &= ~(IGNIS_USER_IP_EXACT | IGNIS_USER_IP_FP);
 		}
 		pc = i && !exact ? ip - 1 : ip;
 		if (kernel) {
@@ -442,8 +445,7 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 			return NULL;
 		}
 		conv->locs[conv->nr++] = (uint64_t)loc;
-		if (!kernel && i + 1 < st->len && !(st->flags & STACK_F_TABLES) &&
-		    !fp_step_ok(c, img, pc)) {
+		if (!kernel && i + 1 < st->len && caller_by_fp && !fp_step_ok(c, img, pc)) {
 			c->stats->fp_walks_cut++;
 			conv->flags |= CONV_TRUNCATED;
 			break;

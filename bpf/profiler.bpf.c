@@ -133,6 +133,13 @@ struct {
 	__type(value, struct ignis_unwind_proc);
 } unwind_procs SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the agent */
+	__type(key, struct ignis_unwind_exe_key);
+	__type(value, struct ignis_unwind_exe);
+} unwind_exes SEC(".maps");
+
 /* Filled by the agent after load (a program it did not load leaves its slot empty). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -151,7 +158,7 @@ struct uw_state {
 	__u32 gen;	/* the generation ignis_sample read */
 	__u32 bp_valid; /* 0: rbp is unknown (a row said it was clobbered) */
 	__u32 exact;	/* pc is an interrupted instruction, not a return address */
-	__u32 pad;
+	__u32 fp;	/* pc was found through the frame pointer */
 	/* The mapping of the last frame: consecutive frames are often in one object. */
 	__u64 m_start, m_end; /* m_end 0: none */
 	__u64 m_base;
@@ -206,6 +213,7 @@ static __always_inline void emit_event(__u32 g, __u32 type, __u32 tgid, __u64 st
 	ev.start_time = start_time;
 	ev.exec_id = exec_id;
 	ev.exe_inode = BPF_CORE_READ(leader, mm, exe_file, f_inode, i_ino);
+	ev.exe_dev = BPF_CORE_READ(leader, mm, exe_file, f_inode, i_sb, s_dev);
 	BPF_CORE_READ_STR_INTO(&ev.comm, leader, comm);
 	*err = bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
 	if (*err)
@@ -454,6 +462,7 @@ static __always_inline int step_frame_pointer(struct uw_state *uw)
 	uw->bp = frame[0];
 	uw->pc = frame[1];
 	uw->exact = 0;
+	uw->fp = 1;
 	return uw->pc ? STEP_CONTINUE : STEP_END;
 }
 
@@ -535,6 +544,7 @@ static __always_inline int step(struct uw_state *uw, bool first)
 		uw->sp = sigregs[5];
 		uw->pc = sigregs[6];
 		uw->exact = 1;
+		uw->fp = 0;
 		return uw->pc ? STEP_CONTINUE : STEP_END;
 	default:
 		stat_inc(uw->gen, STAT_UNWIND_UNSUPPORTED);
@@ -557,6 +567,7 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	uw->sp = cfa;
 	uw->pc = ra;
 	uw->exact = 0;
+	uw->fp = 0;
 	if (!ra) {
 		/* The CFI said there is a caller (the outermost frame says otherwise). */
 		stat_inc(uw->gen, STAT_UNWIND_LOST);
@@ -611,7 +622,8 @@ int ignis_unwind(struct bpf_perf_event_data *ctx)
 		slot = len;
 		barrier_var(slot);
 		slot &= 127;
-		cs->stack.ips[slot] = cs->uw.exact ? cs->uw.pc | IGNIS_USER_IP_EXACT : cs->uw.pc;
+		cs->stack.ips[slot] = cs->uw.pc | (cs->uw.exact ? IGNIS_USER_IP_EXACT : 0) |
+				      (cs->uw.fp ? IGNIS_USER_IP_FP : 0);
 		cs->stack.len = len + 1;
 	}
 	if (r == STEP_CONTINUE) {
@@ -663,8 +675,48 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct uw_
 }
 
 /*
- * Start the table unwinder for this sample when its process has tables: it records the
- * sample itself, and this returns 1. 0: walk with frame pointers instead.
+ * A process not published yet: its main executable's table, if unwind_exes has the file
+ * and the build ID mapped where that table expects it matches. Sets uw's mapping cache to
+ * the executable's code, with no other mapping (frame pointers there). Returns 0 or -1.
+ */
+static __always_inline int start_exe_only(struct uw_state *uw)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct ignis_unwind_exe_key k = {};
+	struct ignis_unwind_exe *e;
+	__u64 start, end, bias;
+	__u8 id[20];
+	__u32 i, len;
+
+	k.ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
+	k.dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
+	e = bpf_map_lookup_elem(&unwind_exes, &k);
+	if (!e)
+		return -1;
+	len = e->build_id_len;
+	start = BPF_CORE_READ(task, mm, start_code);
+	end = BPF_CORE_READ(task, mm, end_code);
+	bias = start - e->text_vaddr;
+	if (!len || len > sizeof(id) || end <= start ||
+	    bpf_probe_read_user(id, sizeof(id), (void *)(bias + e->build_id_vaddr)))
+		return -1;
+	for (i = 0; i < sizeof(id); i++)
+		if (i < len && id[i] != e->build_id[i])
+			return -1;
+	uw->m_start = start;
+	uw->m_end = end;
+	uw->m_base = bias + e->base;
+	uw->m_row_start = e->row_start;
+	uw->m_nr_rows = e->nr_rows;
+	uw->map_start = 0;
+	uw->nr_maps = 0;
+	return 0;
+}
+
+/*
+ * Start the table unwinder for this sample when its process has tables (or, before it is
+ * published, its executable has): it records the sample itself, and this returns 1.
+ * 0: walk with frame pointers instead.
  */
 static __always_inline int start_unwind(struct bpf_perf_event_data *ctx, __u32 g,
 					struct cpu_state *cs, const struct ignis_sample_key *key)
@@ -674,23 +726,35 @@ static __always_inline int start_unwind(struct bpf_perf_event_data *ctx, __u32 g
 	__u32 tgid = key->tgid;
 
 	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (p) {
+		uw->tgid = p->tgid;
+		uw->version = p->version;
+		uw->map_start = p->map_start;
+		uw->nr_maps = p->nr_maps;
+		uw->m_start = uw->m_end = 0;
+		/* Read into uw first: a reused element is seen in the copy (see the maps). */
+		if (uw->tgid != tgid || p->start_time != key->start_time ||
+		    p->exec_id != key->exec_id)
+			p = NULL;
+	}
 	if (!p) {
+		if (start_exe_only(uw)) {
+			stat_inc(g, STAT_UNWIND_NO_TABLES);
+			return 0;
+		}
+		uw->tgid = tgid;
+		uw->version = 0;
+	}
+	if (user_regs(ctx, uw) || !uw->pc) {
 		stat_inc(g, STAT_UNWIND_NO_TABLES);
 		return 0;
 	}
-	uw->tgid = p->tgid;
-	uw->version = p->version;
-	uw->map_start = p->map_start;
-	uw->nr_maps = p->nr_maps;
-	if (uw->tgid != tgid || p->start_time != key->start_time || p->exec_id != key->exec_id ||
-	    user_regs(ctx, uw) || !uw->pc) {
-		stat_inc(g, STAT_UNWIND_NO_TABLES);
-		return 0;
-	}
+	if (!p)
+		stat_inc(g, STAT_UNWIND_EXE_ONLY);
 	uw->gen = g;
 	uw->bp_valid = 1;
 	uw->exact = 0;
-	uw->m_start = uw->m_end = 0;
+	uw->fp = 0;
 	uw->key = *key;
 	cs->stack.ips[0] = uw->pc;
 	cs->stack.len = 1;

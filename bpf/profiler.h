@@ -79,6 +79,16 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
 #define IGNIS_USER_IP_EXACT (1ULL << 63)
 #endif
 
+/*
+ * Set in a user frame of a table-unwound stack that the unwinder reached through the frame
+ * pointer of the frame before it (a pc in no table it had: JIT code, a gap without CFI, or a
+ * library of a process not published yet). The agent checks such a step against the table
+ * of the frame before, when it has one, as it checks frame-pointer walks.
+ */
+#ifndef IGNIS_USER_IP_FP
+#define IGNIS_USER_IP_FP (1ULL << 62)
+#endif
+
 /* sample_key.flags */
 #ifndef SAMPLE_F_KTHREAD
 #define SAMPLE_F_KTHREAD    (1U << 0) /* a kernel thread: no user stack, no process image */
@@ -131,6 +141,8 @@ enum ignis_stat {
 	STAT_UNWIND_TAIL_CALL,	 /* stacks cut: a tail call failed */
 	STAT_UNWIND_LOST,	 /* stacks cut: a frame without CFI and no frame pointer to follow,
 				  * or a return address of 0 where the CFI promised a caller */
+	STAT_UNWIND_EXE_ONLY,	 /* process not published yet: its main executable's table alone
+				  * (unwind_exes), frame pointers elsewhere */
 	STAT_NR,
 };
 
@@ -156,9 +168,9 @@ _Static_assert(sizeof(struct ignis_proc_state) == 32, "ignis_proc_state size");
 struct ignis_proc_event {
 	__u32 type; /* PROC_EVENT_* */
 	__u32 tgid;
-	__u64 start_time; /* as sample_key.start_time */
-	__u32 exec_id;	  /* as sample_key.exec_id (the new one for EXEC) */
-	__u32 pad;
+	__u64 start_time;	   /* as sample_key.start_time */
+	__u32 exec_id;		   /* as sample_key.exec_id (the new one for EXEC) */
+	__u32 exe_dev;		   /* device of mm->exe_file (the kernel's: major << 20 | minor) */
 	__u64 exe_inode;	   /* inode of mm->exe_file, 0 if none: lets the agent see
 					 * that /proc/PID shows a later execve() than this event */
 	char comm[IGNIS_COMM_LEN]; /* the group leader's comm */
@@ -173,6 +185,8 @@ _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
  *   unwind_maps   ARRAY  index -> struct ignis_unwind_mapping  every process's executable
  *                        mappings, one extent per process, sorted by start, not overlapping
  *   unwind_procs  HASH   tgid -> struct ignis_unwind_proc      where a process's extent is
+ *   unwind_exes   HASH   struct ignis_unwind_exe_key -> struct ignis_unwind_exe
+ *                        main executables with a table: for a process not published yet
  *   progs         PROG_ARRAY [IGNIS_PROG_UNWIND] the unwinder, which tail-calls itself
  *
  * For a pc of process tgid: unwind_procs gives the extent of its mappings; a binary search
@@ -251,6 +265,33 @@ struct ignis_unwind_proc {
 	__u32 pad;
 };
 _Static_assert(sizeof(struct ignis_unwind_proc) == 32, "ignis_unwind_proc size");
+
+/*
+ * A main executable whose table is in unwind_rows, found by the file mm->exe_file refers
+ * to. A process's first samples come before its entry in unwind_procs (the first one is
+ * what announces it); when an earlier process ran the same file, the unwinder unwinds the
+ * executable's own frames with its table and the rest with frame pointers. The load bias
+ * is mm->start_code - text_vaddr; the table applies only if the build ID in the process's
+ * memory at its place is the table's, so a reused inode or a file rewritten in place never
+ * gets another file's table. The agent deletes an entry before its rows are freed.
+ */
+struct ignis_unwind_exe_key {
+	__u64 ino;
+	__u32 dev; /* the kernel's encoding: major << 20 | minor */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ignis_unwind_exe_key) == 16, "ignis_unwind_exe_key size");
+
+struct ignis_unwind_exe {
+	__u64 text_vaddr;     /* lowest ELF address of its executable segments */
+	__u64 base;	      /* ELF address of the table's pc 0 */
+	__u64 build_id_vaddr; /* ELF address of its build ID bytes */
+	__u32 row_start;
+	__u32 nr_rows;
+	__u8 build_id[20]; /* the first build_id_len bytes are compared */
+	__u32 build_id_len;
+};
+_Static_assert(sizeof(struct ignis_unwind_exe) == 56, "ignis_unwind_exe size");
 
 #ifndef IGNIS_MAX_UNWIND_MAPS
 #define IGNIS_MAX_UNWIND_MAPS 1024 /* mappings per process the unwinder searches (2^10) */

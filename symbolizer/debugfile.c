@@ -95,7 +95,7 @@ static int inspect(int fd, struct sym_object *probe)
 		if (shdr.sh_type == SHT_NOTE && !probe->build_id_len) {
 			data = elf_getdata(scn, NULL);
 			if (data && data->d_buf)
-				sym_find_build_id(probe, data);
+				sym_find_build_id(probe, data, 0);
 		} else if (shdr.sh_type == SHT_SYMTAB && shdr.sh_size > shdr.sh_entsize) {
 			probe->has_symtab = true;
 		}

@@ -27,7 +27,7 @@ static int cmp_object(const void *a, const void *b)
 }
 
 /* Look for NT_GNU_BUILD_ID in one block of notes. Returns true when found. */
-bool sym_find_build_id(struct sym_object *o, Elf_Data *data)
+bool sym_find_build_id(struct sym_object *o, Elf_Data *data, uint64_t vaddr)
 {
 	size_t off = 0, next, name_off, desc_off;
 	GElf_Nhdr nhdr;
@@ -40,6 +40,7 @@ bool sym_find_build_id(struct sym_object *o, Elf_Data *data)
 		    desc_off + nhdr.n_descsz <= data->d_size) {
 			memcpy(o->build_id, (char *)data->d_buf + desc_off, nhdr.n_descsz);
 			o->build_id_len = nhdr.n_descsz;
+			o->build_id_vaddr = vaddr ? vaddr + desc_off : 0;
 			return true;
 		}
 		off = next;
@@ -116,7 +117,7 @@ static int read_headers(struct sym_object *o, Elf *elf)
 							      phdr.p_filesz, ELF_T_NHDR);
 
 			if (data)
-				sym_find_build_id(o, data);
+				sym_find_build_id(o, data, phdr.p_vaddr);
 		}
 	}
 	/* Sections: the build ID note when no program header carries it, whether symbols or
@@ -129,7 +130,8 @@ static int read_headers(struct sym_object *o, Elf *elf)
 		if (shdr.sh_type == SHT_NOTE && !o->build_id_len) {
 			data = elf_getdata(scn, NULL);
 			if (data)
-				sym_find_build_id(o, data);
+				sym_find_build_id(o, data,
+						  shdr.sh_flags & SHF_ALLOC ? shdr.sh_addr : 0);
 		} else if (shdr.sh_type == SHT_SYMTAB && shdr.sh_size > shdr.sh_entsize) {
 			o->has_symtab = true;
 		} else if (shdr.sh_type == SHT_PROGBITS) {
@@ -377,6 +379,29 @@ int sym_object__mapping_vaddr(const struct sym_object *o, uint64_t map_offset, u
 	if (!best)
 		return sym_object__vaddr(o, map_offset, vaddr);
 	*vaddr = best->vaddr + (map_offset - best->offset);
+	return 0;
+}
+
+int sym_object__exe_layout(const struct sym_object *o, uint64_t *text_vaddr,
+			   uint64_t *build_id_vaddr)
+{
+	uint64_t text = UINT64_MAX, id = o->build_id_vaddr;
+	bool loaded = false;
+	size_t i;
+
+	for (i = 0; i < o->nr_loads; i++) {
+		const struct sym_load *l = &o->loads[i];
+
+		if (l->exec && l->vaddr < text)
+			text = l->vaddr;
+		if (id >= l->vaddr && id - l->vaddr < l->filesz &&
+		    l->filesz - (id - l->vaddr) >= o->build_id_len)
+			loaded = true;
+	}
+	if (text == UINT64_MAX || !o->build_id_len || !id || !loaded)
+		return -ENOENT;
+	*text_vaddr = text;
+	*build_id_vaddr = id;
 	return 0;
 }
 

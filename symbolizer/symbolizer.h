@@ -127,6 +127,17 @@ int sym_object__mapping_vaddr(const struct sym_object *o, uint64_t map_offset,
 			      uint64_t *vaddr) SYM_WARN_UNUSED;
 
 /*
+ * What recognises the object as a process's main executable from the kernel's side: the
+ * lowest ELF address of its executable segments (mm->start_code minus the load bias, as
+ * load_elf_binary() in fs/binfmt_elf.c computes it) and the ELF address of its build ID
+ * bytes, which must lie in the file-backed part of a loadable segment (so that they are in
+ * the process's memory). Returns 0, or -ENOENT when it has no executable segment, no build
+ * ID, or a build ID that is not loaded.
+ */
+int sym_object__exe_layout(const struct sym_object *o, uint64_t *text_vaddr,
+			   uint64_t *build_id_vaddr) SYM_WARN_UNUSED;
+
+/*
  * Separate debug files. An object without DWARF (stripped, or built without -g) needs one:
  * the caller looks
  * for it (by build ID under a debug root's .build-id/xx/rest.debug, or by the debuglink name

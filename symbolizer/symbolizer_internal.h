@@ -80,6 +80,7 @@ struct sym_object {
 	char *name;
 	uint8_t build_id[SYM_MAX_BUILD_ID];
 	size_t build_id_len;
+	uint64_t build_id_vaddr; /* ELF address of the build ID bytes, 0 if not loaded */
 	struct sym_load loads[SYM_MAX_LOADS];
 	size_t nr_loads;
 	struct symtab_key key;
@@ -146,8 +147,9 @@ void sym_table_drop(struct symbolizer *s, struct symtab *t);
 /* debugfile.c: the debug file accepted for key, or -1. */
 int sym_debug_fd(const struct symbolizer *s, const struct symtab_key *key);
 void sym_debug_files_free(struct symbolizer *s);
-/* object.c: take the NT_GNU_BUILD_ID note of data into o; true when found. */
-bool sym_find_build_id(struct sym_object *o, Elf_Data *data);
+/* object.c: take the NT_GNU_BUILD_ID note of data into o; true when found. vaddr: the ELF
+ * address of data's first byte when it is loaded (an allocated note), else 0. */
+bool sym_find_build_id(struct sym_object *o, Elf_Data *data, uint64_t vaddr);
 /* dwarf.c: does elf carry DWARF (.debug_info)? */
 bool sym_has_debug_info(Elf *elf);
 

@@ -341,7 +341,7 @@ def test_exec_churn_no_wrong_stacks_tables_freed_memory_flat():
     callers = dict(zip(DEEP_CHAIN, DEEP_CHAIN[1:] + ["__libc_start_call_main"]))
     callers.update({"__libc_start_call_main": "__libc_start_main_impl",
                     "__libc_start_main_impl": "_start"})
-    total = good = 0
+    total = good = own = 0
     for p in profiles_of(agent):
         for s in p.data["samples"]:
             if s["labels"].get("comm") != "deep":
@@ -351,9 +351,14 @@ def test_exec_churn_no_wrong_stacks_tables_freed_memory_flat():
             for a, b in zip(frames, frames[1:]):
                 check(a not in callers or b in (callers[a], "[truncated]"),
                       f"a wrong stack of deep: {b} called {a} in {frames}")
-            if chain_from_leaf(frames, DEEP_CHAIN) and frames[-1] in ROOTS:
-                good += s["count"]
-    # The first sample of a process comes before its tables (it is what announces the
-    # process): walked with frame pointers, it ends in [truncated].
+            if chain_from_leaf(frames, DEEP_CHAIN):
+                own += s["count"]
+                good += s["count"] if frames[-1] in ROOTS else 0
+    # A process's first sample comes before its tables are published (it is what announces
+    # the process): its executable's own frames are unwound with the table an earlier run
+    # left (unwind_exes), the libraries' with frame pointers, which end in [truncated].
     check(total > 200, f"only {total} samples of the short-lived deep runs")
+    check(own >= 0.97 * total, f"{own} of {total} samples of deep have deep_hot ... main")
+    check(metric(late, "ignis_unwind_executable_only_total") > 0 and
+          metric(late, "ignis_unwind_executables") > 0, "no sample unwound by executable")
     check(good >= 0.85 * total, f"{good} of {total} samples of deep have the whole chain")

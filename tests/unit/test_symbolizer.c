@@ -433,6 +433,58 @@ static void test_vaddr(void **state)
 	symbolizer__free(s);
 }
 
+/* First hex number a shell command prints, or UINT64_MAX. */
+static uint64_t command_hex(const char *cmd)
+{
+	unsigned long long v;
+	FILE *p = popen(cmd, "r");
+
+	assert_non_null(p);
+	if (fscanf(p, "%llx", &v) != 1)
+		v = UINT64_MAX;
+	pclose(p);
+	return v;
+}
+
+/* What recognises a main executable in a process's memory: the lowest address of its
+ * executable segments and the address of its build ID bytes (past the note's 12-byte header
+ * and "GNU\0"), as readelf shows them; nothing without a build ID. */
+static void test_exe_layout(void **state)
+{
+	static const char *const fixtures[] = { FIXTURE("fixture-nopie"), FIXTURE("fixture-pie"),
+						FIXTURE("libfixture.so") };
+	struct symbolizer *s = symbolizer__new(NULL);
+	uint64_t text, id;
+	char cmd[1024];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		struct sym_object *o = open_fixture(s, fixtures[i]);
+
+		assert_non_null(o);
+		assert_int_equal(sym_object__exe_layout(o, &text, &id), 0);
+		snprintf(cmd, sizeof(cmd),
+			 "readelf -lW %s | awk '$1 == \"LOAD\" && /E 0x/ { print $3 }' | sort | "
+			 "head -1",
+			 fixtures[i]);
+		assert_int_equal(text, command_hex(cmd));
+		snprintf(cmd, sizeof(cmd),
+			 "readelf -SW %s | awk '/ \\.note\\.gnu\\.build-id / { for (i = 1; i < NF; "
+			 "i++) if ($i == \"NOTE\") { print $(i + 1); exit } }'",
+			 fixtures[i]);
+		assert_int_equal(id, command_hex(cmd) + 16);
+		sym_object__put(o);
+	}
+	{
+		struct sym_object *o = open_fixture(s, FIXTURE("fixture-nobuildid"));
+
+		assert_int_equal(sym_object__exe_layout(o, &text, &id), -ENOENT);
+		sym_object__put(o);
+	}
+	symbolizer__free(s);
+}
+
 /* One object per file identity, found again without opening; gone after the last put. */
 static void test_objects_are_shared(void **state)
 {
@@ -475,7 +527,8 @@ static void test_cache_budget(void **state)
 		o[i] = open_fixture(s, fixtures[i]);
 	for (round = 0; round < 3; round++)
 		for (i = 0; i < 3; i++)
-			expect_named(s, o[i], fixtures[i], "fx_exported_first", "fx_exported_first");
+			expect_named(s, o[i], fixtures[i], "fx_exported_first",
+				     "fx_exported_first");
 	symbolizer__stats(s, &st);
 	assert_true(st.tables_evicted >= 6);
 	assert_int_equal(st.tables_loaded, st.tables_evicted + 1);
@@ -592,7 +645,8 @@ static void test_vdso(void **state)
 		d = elf_getdata(scn, NULL);
 		for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
 			gelf_getsym(d, (int)i, &sym);
-			if (!strcmp(elf_strptr(elf, sh.sh_link, sym.st_name), "__vdso_clock_gettime"))
+			if (!strcmp(elf_strptr(elf, sh.sh_link, sym.st_name),
+				    "__vdso_clock_gettime"))
 				addr = sym.st_value;
 		}
 	}
@@ -614,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_dynsym_only),
 		cmocka_unit_test(test_no_build_id),
 		cmocka_unit_test(test_vaddr),
+		cmocka_unit_test(test_exe_layout),
 		cmocka_unit_test(test_objects_are_shared),
 		cmocka_unit_test(test_cache_budget),
 		cmocka_unit_test(test_table_shared_by_build_id),

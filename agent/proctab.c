@@ -438,7 +438,6 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 		m->end = e.end;
 		m->offset = e.offset;
 		m->inode = e.inode;
-		m->dev = e.dev_major << 20 | e.dev_minor;
 		m->kind = kind;
 		m->stale_window = UINT64_MAX;
 		m->name = strdup(kind == MAPPING_ANON && !e.path[0] ? "[anon]" : e.path);

@@ -43,7 +43,6 @@ struct proc_mapping {
 	uint64_t end;
 	uint64_t offset; /* file offset of start */
 	uint64_t inode;	 /* of the mapped file as maps shows it, 0 if none */
-	uint32_t dev;	 /* ... and its device, the kernel's encoding (major << 20 | minor) */
 	enum mapping_kind kind;
 	struct sym_object *object; /* owned reference, or NULL */
 	char *name;		   /* path as the process sees it, "[vdso]", "[anon]" */

@@ -175,6 +175,12 @@ static void extents_grace_period(struct extents *x)
 
 /* ---- Tables ---- */
 
+/* A file a process ran a table's object from, as BPF sees mm->exe_file. */
+struct exe_ref {
+	struct ignis_unwind_exe_key key;
+	bool in_map; /* unwind_exes[key] is written */
+};
+
 enum table_state {
 	TABLE_BUILDING, /* queued or on the build thread */
 	TABLE_WAITING,	/* built, waiting for room in the row map (rows held in built) */
@@ -203,9 +209,8 @@ struct table {
 	uint64_t text_vaddr, build_id_vaddr;
 	uint8_t build_id[20];
 	uint32_t build_id_len;
-	bool exe_wanted;		     /* a process runs it as its executable, at exe_key */
-	bool exe_registered;		     /* unwind_exes[exe_key] is this table */
-	struct ignis_unwind_exe_key exe_key; /* mm->exe_file as BPF sees it */
+	struct exe_ref *exe_refs; /* keys of unwind_exes that are this table */
+	size_t nr_exe_refs, cap_exe_refs;
 };
 
 /* One executable mapping of a process, as published. */
@@ -357,6 +362,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 
 static void free_table(struct table *t)
 {
+	free(t->exe_refs);
 	sym_unwind_table__fini(&t->built);
 	sym_object__put(t->obj);
 	free(t);
@@ -421,17 +427,19 @@ static int upload(int fd, uint32_t start, const void *values, size_t value_size,
 }
 
 /*
- * Enter a ready table into unwind_exes at the key a process's executable was seen at, for
- * the samples of later processes of that file before they are published. Best effort: a
- * full map leaves their first samples to frame pointers.
+ * unwind_exes: the files (as mm->exe_file shows them to BPF) that a process ran this table's
+ * object from, for the samples of later processes of those files before they are published.
+ * One build may sit at several keys (copies, one image in several containers); one key has
+ * one table, the latest build seen there (a file rewritten in place). Best effort: a full
+ * map leaves those first samples to frame pointers, and the next capture tries again.
  */
-static void register_exe(struct unwinder *u, struct table *t)
+static void exe_write(struct unwinder *u, struct table *t, struct exe_ref *r)
 {
 	struct ignis_unwind_exe e = { 0 };
-	struct hashmap_entry *he;
 
-	if (!t->exe_wanted || t->exe_registered || !t->exe_layout || t->state != TABLE_READY)
+	if (r->in_map || !t->exe_layout || t->state != TABLE_READY)
 		return;
+	e.key = r->key;
 	e.text_vaddr = t->text_vaddr;
 	e.base = t->base;
 	e.build_id_vaddr = t->build_id_vaddr;
@@ -439,44 +447,76 @@ static void register_exe(struct unwinder *u, struct table *t)
 	e.nr_rows = t->nr_rows;
 	memcpy(e.build_id, t->build_id, t->build_id_len);
 	e.build_id_len = t->build_id_len;
-	if (bpf_map_update_elem(u->opts.exes_fd, &t->exe_key, &e, BPF_ANY)) {
+	if (bpf_map_update_elem(u->opts.exes_fd, &r->key, &e, BPF_ANY)) {
 		pr_debug("unwinder: cannot enter executable %s: %s", t->key, strerror(errno));
 		return;
 	}
-	/* The file at this key had another build (rewritten in place): replaced. */
-	hashmap__for_each(&u->tables, he) {
-		struct table *o = he->value;
-
-		if (o != t && o->exe_registered &&
-		    !memcmp(&o->exe_key, &t->exe_key, sizeof(t->exe_key))) {
-			o->exe_registered = false;
-			u->st.executables--;
-		}
-	}
-	t->exe_registered = true;
+	r->in_map = true;
 	u->st.executables++;
 }
 
-/* Remove t's unwind_exes entry: before its rows may be freed. */
-static void unregister_exe(struct unwinder *u, struct table *t)
+/* Write t's keys that wait for it to be ready. */
+static void exe_write_all(struct unwinder *u, struct table *t)
 {
-	if (!t->exe_registered)
-		return;
-	if (bpf_map_delete_elem(u->opts.exes_fd, &t->exe_key) && errno != ENOENT)
-		pr_warn("unwinder: cannot remove executable %s: %s", t->key, strerror(errno));
-	t->exe_registered = false;
-	u->st.executables--;
+	size_t i;
+
+	for (i = 0; i < t->nr_exe_refs; i++)
+		exe_write(u, t, &t->exe_refs[i]);
+}
+
+/* Remove t's entries: before its rows may be freed. */
+static void exe_remove_all(struct unwinder *u, struct table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_exe_refs; i++) {
+		if (!t->exe_refs[i].in_map)
+			continue;
+		if (bpf_map_delete_elem(u->opts.exes_fd, &t->exe_refs[i].key) && errno != ENOENT)
+			pr_warn("unwinder: cannot remove executable %s: %s", t->key,
+				strerror(errno));
+		u->st.executables--;
+	}
+	free(t->exe_refs);
+	t->exe_refs = NULL;
+	t->nr_exe_refs = t->cap_exe_refs = 0;
 }
 
 /* A process runs t's object as its main executable, which BPF sees at key. */
 static void want_exe(struct unwinder *u, struct table *t, const struct ignis_unwind_exe_key *key)
 {
-	if (t->exe_wanted && !memcmp(&t->exe_key, key, sizeof(*key)))
+	struct hashmap_entry *he;
+	size_t i;
+
+	for (i = 0; i < t->nr_exe_refs; i++) {
+		if (!memcmp(&t->exe_refs[i].key, key, sizeof(*key))) {
+			exe_write(u, t, &t->exe_refs[i]); /* again, if it failed */
+			return;
+		}
+	}
+	/* Another build seen at this key before (the file was rewritten in place): its entry
+	 * goes now, since its rows go with that table, which no longer owns the key. */
+	hashmap__for_each(&u->tables, he) {
+		struct table *o = he->value;
+
+		for (i = 0; o != t && i < o->nr_exe_refs; i++) {
+			if (memcmp(&o->exe_refs[i].key, key, sizeof(*key)))
+				continue;
+			if (o->exe_refs[i].in_map) {
+				if (bpf_map_delete_elem(u->opts.exes_fd, key) && errno != ENOENT)
+					pr_warn("unwinder: cannot remove executable %s: %s", o->key,
+						strerror(errno));
+				u->st.executables--;
+			}
+			o->exe_refs[i] = o->exe_refs[--o->nr_exe_refs];
+			break;
+		}
+	}
+	if (grow_array((void **)&t->exe_refs, &t->cap_exe_refs, t->nr_exe_refs + 1,
+		       sizeof(*t->exe_refs)))
 		return;
-	unregister_exe(u, t);
-	t->exe_key = *key;
-	t->exe_wanted = true;
-	register_exe(u, t);
+	t->exe_refs[t->nr_exe_refs] = (struct exe_ref){ .key = *key };
+	exe_write(u, t, &t->exe_refs[t->nr_exe_refs++]);
 }
 
 /* Drop the least recently used table no process uses. Returns false if there is none. */
@@ -495,7 +535,7 @@ static bool evict_one(struct unwinder *u)
 	if (!victim)
 		return false;
 	hashmap__delete(&u->tables, victim->key);
-	unregister_exe(u, victim);
+	exe_remove_all(u, victim);
 	extents_defer(&u->rows, victim->row_start, victim->nr_rows);
 	u->st.tables--;
 	u->st.rows -= victim->nr_rows;
@@ -577,7 +617,7 @@ static int upload_table(struct unwinder *u, struct table *t)
 	release_built(t);
 	u->st.tables++;
 	u->st.rows += t->nr_rows;
-	register_exe(u, t);
+	exe_write_all(u, t);
 	return 0;
 }
 
@@ -643,7 +683,7 @@ static void table_put(struct unwinder *u, struct table *t)
 		return; /* the build thread owns it until done; dropped in unwinder__poll */
 	hashmap__delete(&u->tables, t->key);
 	if (t->state == TABLE_READY) {
-		unregister_exe(u, t);
+		exe_remove_all(u, t);
 		extents_defer(&u->rows, t->row_start, t->nr_rows);
 		u->st.tables--;
 		u->st.rows -= t->nr_rows;
@@ -839,7 +879,10 @@ int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
 			free(maps);
 			return -ENOMEM;
 		}
-		if (m->inode && m->inode == img->exe_inode && m->dev == img->exe_dev) {
+		/* The executable's mapping. By inode alone: on overlayfs the mapping shows the
+		 * backing file's device, mm->exe_file the overlay's (the inode number is the
+		 * same). A wrong match costs nothing: BPF checks the build ID in memory. */
+		if (m->inode && m->inode == img->exe_inode && img->exe_dev) {
 			struct ignis_unwind_exe_key key = { .ino = img->exe_inode,
 							    .dev = img->exe_dev };
 

@@ -265,8 +265,9 @@ static __always_inline void read_task(struct task_info *ti)
  * cfg.mmap_event_gap_ns -- or per quarter of the process's age if that is shorter: a first
  * sample often lands while the dynamic loader is still mapping the libraries, and what it
  * maps next must be announced within a few samples (its tables, its symbols), not after a
- * gap that is long for a young process. Each event then comes at an age at least 4/3 of
- * the one before: some 25-30 more events at most, until the age reaches four gaps. The
+ * gap that is long for a young process (its age counts from fork, so a process that execs
+ * late keeps the full gap). Each event then comes at an age at least 4/3 of the one before:
+ * about 25-30 more events for a first sample at 1 ms, until the age reaches four gaps. The
  * procs entry is written only once the event is in the ring buffer, so an event lost to a
  * full buffer is retried on the next sample. Returns 1 when the
  * image is announced and unchanged.
@@ -684,30 +685,45 @@ static __always_inline int start_exe_only(struct uw_state *uw)
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct ignis_unwind_exe_key k = {};
 	struct ignis_unwind_exe *e;
-	__u64 start, end, bias;
-	__u8 id[20];
-	__u32 i, len;
+	__u64 start, end, bias, text_vaddr, base, id_vaddr;
+	__u32 i, len, row_start, nr_rows;
+	__u8 id[20], mem[20];
 
 	k.ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
 	k.dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
 	e = bpf_map_lookup_elem(&unwind_exes, &k);
 	if (!e)
 		return -1;
+	/* Copy, then check that the copy is still this key's (see struct ignis_unwind_exe). */
+	text_vaddr = e->text_vaddr;
+	base = e->base;
+	id_vaddr = e->build_id_vaddr;
+	row_start = e->row_start;
+	nr_rows = e->nr_rows;
 	len = e->build_id_len;
+	__builtin_memcpy(id, e->build_id, sizeof(id));
+	barrier();
+	if (e->key.ino != k.ino || e->key.dev != k.dev)
+		return -1;
 	start = BPF_CORE_READ(task, mm, start_code);
 	end = BPF_CORE_READ(task, mm, end_code);
-	bias = start - e->text_vaddr;
-	if (!len || len > sizeof(id) || end <= start ||
-	    bpf_probe_read_user(id, sizeof(id), (void *)(bias + e->build_id_vaddr)))
+	bias = start - text_vaddr;
+	if (!len || len > sizeof(mem) || end <= start)
+		return -1;
+	/* The verifier bounds the size by the register passed, which clang may not be the one
+	 * it checked: the barrier keeps a mask the verifier sees. */
+	barrier_var(len);
+	len &= 31;
+	if (len > sizeof(mem) || bpf_probe_read_user(mem, len, (void *)(bias + id_vaddr)))
 		return -1;
 	for (i = 0; i < sizeof(id); i++)
-		if (i < len && id[i] != e->build_id[i])
+		if (i < len && mem[i] != id[i])
 			return -1;
 	uw->m_start = start;
 	uw->m_end = end;
-	uw->m_base = bias + e->base;
-	uw->m_row_start = e->row_start;
-	uw->m_nr_rows = e->nr_rows;
+	uw->m_base = bias + base;
+	uw->m_row_start = row_start;
+	uw->m_nr_rows = nr_rows;
 	uw->map_start = 0;
 	uw->nr_maps = 0;
 	return 0;

@@ -273,7 +273,9 @@ _Static_assert(sizeof(struct ignis_unwind_proc) == 32, "ignis_unwind_proc size")
  * executable's own frames with its table and the rest with frame pointers. The load bias
  * is mm->start_code - text_vaddr; the table applies only if the build ID in the process's
  * memory at its place is the table's, so a reused inode or a file rewritten in place never
- * gets another file's table. The agent deletes an entry before its rows are freed.
+ * gets another file's table. The agent deletes an entry before its rows are freed; the
+ * unwinder copies an entry and checks the copy's key, since a deleted element of a hash map
+ * may be reused at once for another key.
  */
 struct ignis_unwind_exe_key {
 	__u64 ino;
@@ -283,15 +285,16 @@ struct ignis_unwind_exe_key {
 _Static_assert(sizeof(struct ignis_unwind_exe_key) == 16, "ignis_unwind_exe_key size");
 
 struct ignis_unwind_exe {
-	__u64 text_vaddr;     /* lowest ELF address of its executable segments */
-	__u64 base;	      /* ELF address of the table's pc 0 */
-	__u64 build_id_vaddr; /* ELF address of its build ID bytes */
+	struct ignis_unwind_exe_key key; /* its own key: a reused element is noticed */
+	__u64 text_vaddr;		 /* lowest ELF address of its executable segments */
+	__u64 base;			 /* ELF address of the table's pc 0 */
+	__u64 build_id_vaddr;		 /* ELF address of its build ID bytes */
 	__u32 row_start;
 	__u32 nr_rows;
 	__u8 build_id[20]; /* the first build_id_len bytes are compared */
 	__u32 build_id_len;
 };
-_Static_assert(sizeof(struct ignis_unwind_exe) == 56, "ignis_unwind_exe size");
+_Static_assert(sizeof(struct ignis_unwind_exe) == 72, "ignis_unwind_exe size");
 
 #ifndef IGNIS_MAX_UNWIND_MAPS
 #define IGNIS_MAX_UNWIND_MAPS 1024 /* mappings per process the unwinder searches (2^10) */
@@ -306,7 +309,8 @@ struct ignis_config {
 	__u32 user_stacks;	 /* 1: walk user stacks */
 	__u32 kernel_stacks;	 /* 1: walk kernel stacks */
 	__u32 skip_walk;	 /* 1: benchmark mode, record empty stacks without walking */
-	__u64 mmap_event_gap_ns; /* min time between two PROC_EVENT_MMAP of one tgid, ns */
+	__u64 mmap_event_gap_ns; /* min time between two PROC_EVENT_MMAP of one tgid, ns (a
+				  * quarter of the process's age if shorter) */
 	__u32 unwind_tables; /* 1: unwind user stacks with the tables where a process has them */
 	__u32 pad;
 };

@@ -472,6 +472,9 @@ static void test_window_table_stacks(void **state)
 	uint64_t ips[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
 	uint64_t exact[3] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr,
 			      (LIB_BASE + f->second.addr + 2) | IGNIS_USER_IP_EXACT };
+	/* A caller the unwinder reached by frame pointer: marked, looked up as any other. */
+	uint64_t by_fp[2] = { LIB_BASE + f->first.addr + 1,
+			      (LIB_BASE + f->second.addr + 4) | IGNIS_USER_IP_FP };
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
 	wb = window_builder__new(&wo);
@@ -481,11 +484,13 @@ static void test_window_table_stacks(void **state)
 	add_stack_flags(&w, 33, exact, 3, STACK_F_TABLES | STACK_F_COMPLETE);
 	add_sample(&w, PID, 31, 0, 0, "main", 2);
 	add_sample(&w, PID + 1, 32, 0, 0, "main", 3);
+	add_stack_flags(&w, 34, by_fp, 2, STACK_F_TABLES | STACK_F_COMPLETE);
 	add_sample(&w, PID + 2, 33, 0, 0, "main", 1);
+	add_sample(&w, PID + 3, 34, 0, 0, "main", 1);
 	p = profile__new(&po);
 	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
 	assert_int_equal(ws.truncated_stacks, 3);
-	assert_int_equal(p->nr_samples, 3);
+	assert_int_equal(p->nr_samples, 4);
 	/* Complete: fx_exported_second starts no thread, yet no [truncated]. */
 	assert_int_equal(p->samples[0].nr_locations, 2);
 	assert_string_equal(loc_name(p, p->samples[0].locations[1]), "fx_exported_second");
@@ -500,6 +505,11 @@ static void test_window_table_stacks(void **state)
 	assert_string_equal(loc_name(p, p->samples[2].locations[1]), "fx_exported_second");
 	assert_int_equal(profile__location(p, p->samples[2].locations[2])->address,
 			 f->second.addr + 2);
+	/* The mark is not part of the address (no table to check the step against here). */
+	assert_int_equal(p->samples[3].nr_locations, 2);
+	assert_int_equal(profile__location(p, p->samples[3].locations[1])->address,
+			 f->second.addr + 3);
+	assert_string_equal(loc_name(p, p->samples[3].locations[1]), "fx_exported_second");
 	profile__free(p);
 	drained_window__fini(&w);
 	window_builder__free(wb);

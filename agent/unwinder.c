@@ -983,11 +983,13 @@ void unwinder__poll(struct unwinder *u)
 	bool any = false;
 	uint64_t wakeups;
 
-	if (read(u->done_fd, &wakeups, sizeof(wakeups)) < 0 && errno != EAGAIN)
-		pr_debug("unwinder: cannot read its eventfd: %s", strerror(errno));
+	/* The build thread fills done and writes the eventfd under the lock: taking both under
+	 * it, an empty list means nothing to reset either (no system call on every wakeup). */
 	pthread_mutex_lock(&u->lock);
 	done = u->done;
 	u->done = NULL;
+	if (done && read(u->done_fd, &wakeups, sizeof(wakeups)) < 0)
+		pr_debug("unwinder: cannot read its eventfd: %s", strerror(errno));
 	pthread_mutex_unlock(&u->lock);
 	for (; done; done = next) {
 		next = done->next_job;

@@ -444,8 +444,12 @@ __noinline int unwind_find_row(__u32 start, __u32 n, __u32 rel)
 	return lo ? (int)(start + lo - 1) : -1;
 }
 
-/* A frame with no usable row: its caller through the frame pointer. */
-static __always_inline int step_frame_pointer(struct uw_state *uw)
+/*
+ * A frame with no usable row: its caller through the frame pointer. no_table: the pc lies in
+ * no table the unwinder has (rather than in a table's gap without CFI, where the agent's
+ * tables cannot tell either), so the caller is marked IGNIS_USER_IP_FP for the agent to check.
+ */
+static __always_inline int step_frame_pointer(struct uw_state *uw, bool no_table)
 {
 	__u64 frame[2]; /* saved rbp, return address */
 
@@ -463,7 +467,7 @@ static __always_inline int step_frame_pointer(struct uw_state *uw)
 	uw->bp = frame[0];
 	uw->pc = frame[1];
 	uw->exact = 0;
-	uw->fp = 1;
+	uw->fp = no_table;
 	return uw->pc ? STEP_CONTINUE : STEP_END;
 }
 
@@ -486,7 +490,7 @@ static __always_inline int step(struct uw_state *uw, bool first)
 		mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
 		if (mi < 0) {
 			stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
-			return step_frame_pointer(uw);
+			return step_frame_pointer(uw, true);
 		}
 		idx = (__u32)mi;
 		m = bpf_map_lookup_elem(&unwind_maps, &idx);
@@ -505,7 +509,7 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	}
 	if (!uw->m_nr_rows) {
 		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
-		return step_frame_pointer(uw);
+		return step_frame_pointer(uw, true);
 	}
 	rel = pc - uw->m_base;
 	ri = rel >> 32 ? -1 : unwind_find_row(uw->m_row_start, uw->m_nr_rows, (__u32)rel);
@@ -513,7 +517,7 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	row = ri < 0 ? NULL : bpf_map_lookup_elem(&unwind_rows, &idx);
 	if (!row || (row->type & 15) == UNWIND_CFA_NONE) {
 		stat_inc(uw->gen, STAT_UNWIND_NO_CFI);
-		return step_frame_pointer(uw);
+		return step_frame_pointer(uw, false);
 	}
 	cfa_type = row->type & 15;
 	rbp_type = row->type >> 4;

@@ -81,9 +81,10 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
 
 /*
  * Set in a user frame of a table-unwound stack that the unwinder reached through the frame
- * pointer of the frame before it (a pc in no table it had: JIT code, a gap without CFI, or a
- * library of a process not published yet). The agent checks such a step against the table
- * of the frame before, when it has one, as it checks frame-pointer walks.
+ * pointer of the frame before it, whose pc was in no table it had (JIT code, or a library of
+ * a process not published yet; not a table's gap without CFI, which the agent's tables cannot
+ * judge either). The agent checks such a step against the table of the frame before, when it
+ * has one, as it checks frame-pointer walks.
  */
 #ifndef IGNIS_USER_IP_FP
 #define IGNIS_USER_IP_FP (1ULL << 62)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../symbolizer/symbolizer.h"
 #include "debuginfod.h"
 #include "ignis.h"
 #include "log.h"
@@ -260,4 +261,13 @@ void debuginfod_fetcher__stats(struct debuginfod_fetcher *f, struct debuginfod_s
 		st->pending += f->fetches[i].state == FETCH_QUEUED ||
 			       f->fetches[i].state == FETCH_RUNNING;
 	pthread_mutex_unlock(&f->lock);
+}
+
+void debuginfod_fetcher_request_object(void *ctx, struct sym_object *obj)
+{
+	const uint8_t *id;
+	size_t len = sym_object__build_id(obj, &id);
+
+	if (len)
+		debuginfod_fetcher__request(ctx, id, len);
 }

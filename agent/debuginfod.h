@@ -34,6 +34,12 @@ void debuginfod_fetcher__free(struct debuginfod_fetcher *f);
  * (a failed one after 10 minutes). Never blocks on the network. */
 void debuginfod_fetcher__request(struct debuginfod_fetcher *f, const uint8_t *build_id, size_t len);
 
+struct sym_object;
+
+/* The same for an object (its build ID, if it has one), in the shape of the process table's
+ * debug_missing callback (struct proctab_opts): ctx is the fetcher. */
+void debuginfod_fetcher_request_object(void *ctx, struct sym_object *obj);
+
 /* Hand each debug file fetched since the last call to fn (fd borrowed: closed after fn
  * returns). */
 void debuginfod_fetcher__take(struct debuginfod_fetcher *f,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Reading and clearing one idle generation of the maps (see bpf/profiler.h).
+ * Reading and clearing one idle generation of the maps (see bpf/profiler.h), converted into
+ * the agent's plain data (samples.h).
  *
  * Hash maps are read with BPF_MAP_LOOKUP_AND_DELETE_BATCH (Linux 5.6) in fixed-size chunks,
  * so memory stays bounded whatever the map size; kernels or maps that refuse it are walked
@@ -12,6 +13,9 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "../bpf/profiler.h"
 
 #include "drain.h"
 #include "log.h"
@@ -25,103 +29,50 @@
 #define COUNTS_CHUNK 1024
 #define STACKS_CHUNK 256
 
-static uint64_t hash_stack_id(const void *key)
+/* The plain data of samples.h copies BPF's flags and marks: they must be the same bits. */
+_Static_assert(SAMPLE_KTHREAD == SAMPLE_F_KTHREAD && SAMPLE_USTACK_ERR == SAMPLE_F_USTACK_ERR &&
+		       SAMPLE_KSTACK_ERR == SAMPLE_F_KSTACK_ERR,
+	       "sample flags of samples.h and bpf/profiler.h");
+_Static_assert(STACK_COMPLETE == STACK_F_COMPLETE && STACK_TRUNCATED == STACK_F_TRUNCATED &&
+		       STACK_TABLES == STACK_F_TABLES,
+	       "stack flags of samples.h and bpf/profiler.h");
+_Static_assert(FRAME_EXACT == IGNIS_USER_IP_EXACT && FRAME_BY_FP == IGNIS_USER_IP_FP,
+	       "frame marks of samples.h and bpf/profiler.h");
+_Static_assert(STACK_MAX_DEPTH == IGNIS_MAX_STACK_DEPTH && COMM_LEN == IGNIS_COMM_LEN,
+	       "sizes of samples.h and bpf/profiler.h");
+
+static struct stack_id stack_id_of(const struct ignis_stack_id *id)
 {
-	/* Already a good hash of the frames: fold it. */
-	const struct ignis_stack_id *id = key;
-
-	return id->lo ^ (id->hi * 0x9e3779b97f4a7c15ULL);
-}
-
-static bool equal_stack_id(const void *a, const void *b)
-{
-	const struct ignis_stack_id *x = a, *y = b;
-
-	return x->lo == y->lo && x->hi == y->hi;
-}
-
-void drained_window__init(struct drained_window *w)
-{
-	memset(w, 0, sizeof(*w));
-	hashmap__init(&w->stacks, hash_stack_id, equal_stack_id);
-}
-
-void drained_window__fini(struct drained_window *w)
-{
-	struct hashmap_entry *e;
-
-	hashmap__for_each(&w->stacks, e)
-		free(e->value);
-	hashmap__fini(&w->stacks);
-	free(w->samples);
-	memset(w, 0, sizeof(*w));
-}
-
-const struct drained_stack *drained_window__stack(const struct drained_window *w,
-						  const struct ignis_stack_id *id)
-{
-	if (!id->lo && !id->hi)
-		return NULL;
-	return hashmap__find(&w->stacks, id);
-}
-
-uint64_t drained_window__total(const struct drained_window *w)
-{
-	uint64_t total = 0;
-	size_t i;
-
-	for (i = 0; i < w->nr_samples; i++)
-		total += w->samples[i].count;
-	return total;
-}
-
-static int add_sample(struct drained_window *w, const struct ignis_sample_key *key, uint64_t count)
-{
-	int err = grow_array((void **)&w->samples, &w->cap_samples, w->nr_samples + 1,
-			     sizeof(*w->samples));
-
-	if (err)
-		return err;
-	w->samples[w->nr_samples].key = *key;
-	w->samples[w->nr_samples].count = count;
-	w->nr_samples++;
-	return 0;
-}
-
-static int add_stack(struct drained_window *w, const struct ignis_stack_id *id,
-		     const struct ignis_stack *st)
-{
-	uint32_t len = st->len > IGNIS_MAX_STACK_DEPTH ? IGNIS_MAX_STACK_DEPTH : st->len;
-	struct drained_stack *ds;
-	int err;
-
-	ds = malloc(sizeof(*ds) + len * sizeof(ds->ips[0]));
-	if (!ds)
-		return -ENOMEM;
-	ds->id = *id;
-	ds->len = len;
-	ds->flags = st->flags;
-	memcpy(ds->ips, st->ips, len * sizeof(ds->ips[0]));
-	err = hashmap__insert(&w->stacks, &ds->id, ds);
-	if (err) {
-		free(ds);
-		/* The map is keyed by id: a duplicate cannot happen; keep the first. */
-		return err == -EEXIST ? 0 : err;
-	}
-	w->nr_stack_frames += len;
-	return 0;
+	return (struct stack_id){ .lo = id->lo, .hi = id->hi };
 }
 
 typedef int (*drain_entry_fn)(struct drained_window *w, const void *key, const void *value);
 
 static int counts_entry(struct drained_window *w, const void *key, const void *value)
 {
-	return add_sample(w, key, *(const uint64_t *)value);
+	const struct ignis_sample_key *k = key;
+	struct drained_sample s = {
+		.tgid = k->tgid,
+		.pid = k->pid,
+		.start_time = k->start_time,
+		.exec_id = k->exec_id,
+		.flags = k->flags,
+		.user_stack = stack_id_of(&k->user_stack),
+		.kernel_stack = stack_id_of(&k->kernel_stack),
+		.count = *(const uint64_t *)value,
+	};
+
+	memcpy(s.comm, k->comm, sizeof(s.comm));
+	s.comm[sizeof(s.comm) - 1] = '\0';
+	return drained_window__add_sample(w, &s);
 }
 
 static int stacks_entry(struct drained_window *w, const void *key, const void *value)
 {
-	return add_stack(w, key, value);
+	const struct ignis_stack *st = value;
+	struct stack_id id = stack_id_of(key);
+
+	return drained_window__add_stack(w, &id, st->flags, (const uint64_t *)st->ips, st->len);
 }
 
 /* Walk with get_next_key: for kernels without batch operations on this map type. */
@@ -205,7 +156,7 @@ cleanup:
 static int drain_stats(int fd, unsigned int gen, struct drained_window *w)
 {
 	int nr_cpus = libbpf_num_possible_cpus(), cpu, i;
-	uint64_t *values;
+	uint64_t *values, sums[STAT_NR] = { 0 };
 	int err = 0;
 
 	if (nr_cpus <= 0)
@@ -221,7 +172,7 @@ static int drain_stats(int fd, unsigned int gen, struct drained_window *w)
 			break;
 		}
 		for (cpu = 0; cpu < nr_cpus; cpu++)
-			w->stats[i] += values[cpu];
+			sums[i] += values[cpu];
 		memset(values, 0, (size_t)nr_cpus * sizeof(*values));
 		if (bpf_map_update_elem(fd, &idx, values, BPF_ANY)) {
 			err = -errno;
@@ -229,6 +180,9 @@ static int drain_stats(int fd, unsigned int gen, struct drained_window *w)
 		}
 	}
 	free(values);
+#define BPF_ROW(id, ...) w->counters.v[CNT_##id] = sums[STAT_##id];
+	IGNIS_BPF_STATS(BPF_ROW)
+#undef BPF_ROW
 	return err;
 }
 

@@ -4,50 +4,19 @@
  *
  * It runs after sampler__flip() returned that generation, when no program writes it any
  * more. The result is plain data (samples, stacks by id, counters) that the rest of the
- * agent uses without touching BPF.
+ * agent uses without touching BPF (samples.h): this file and the sampler are the only ones
+ * that see the BPF records.
  */
 #ifndef IGNIS_DRAIN_H
 #define IGNIS_DRAIN_H
 
 #include <stdint.h>
 
-#include <linux/types.h>
-
-#include "../bpf/profiler.h"
-#include "hashmap.h"
 #include "ignis.h"
+#include "samples.h"
 
+struct drained_window;
 struct sampler;
-
-/* One counts-map entry. */
-struct drained_sample {
-	struct ignis_sample_key key;
-	uint64_t count;
-};
-
-/* A stack from the stacks map, trimmed to its frames. */
-struct drained_stack {
-	struct ignis_stack_id id;
-	uint32_t len;
-	uint32_t flags; /* STACK_F_* */
-	uint64_t ips[]; /* leaf first */
-};
-
-struct drained_window {
-	struct drained_sample *samples;
-	size_t nr_samples;
-	size_t cap_samples;
-	struct hashmap stacks;	  /* &id (struct ignis_stack_id) -> struct drained_stack */
-	uint64_t stats[STAT_NR];  /* the generation's counters, summed over CPUs */
-	uint64_t nr_stack_frames; /* frames held in stacks, for accounting */
-};
-
-void drained_window__init(struct drained_window *w);
-/* Free every sample and stack, keeping nothing. */
-void drained_window__fini(struct drained_window *w);
-/* The stack with this id, or NULL (the all-zero id, or a stack that could not be stored). */
-const struct drained_stack *drained_window__stack(const struct drained_window *w,
-						  const struct ignis_stack_id *id);
 
 /*
  * Read generation `gen` of the maps into w (which must be empty) and clear them, with
@@ -65,8 +34,5 @@ int drain__reconcile_procs(struct sampler *s,
 			   bool (*known)(void *ctx, uint32_t tgid, uint64_t start_time,
 					 uint32_t exec_id),
 			   void *ctx);
-
-/* Sum of the counts of all drained samples. */
-uint64_t drained_window__total(const struct drained_window *w);
 
 #endif /* IGNIS_DRAIN_H */

@@ -504,17 +504,16 @@ struct kube *kube__new(const struct kube_opts *opts)
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->wake, NULL);
 	hashmap__init(&k->pods, hash_uid, equal_uid);
-	if (!opts->api_url || !opts->node_name || !opts->token_file) {
+	if (!opts->api_url || !opts->node_name) {
 		err = -EINVAL;
 		goto err_out;
 	}
 	k->api_url = strdup(opts->api_url);
-	k->token_file = strdup(opts->token_file);
-	k->ca_file = opts->ca_file ? strdup(opts->ca_file) : NULL;
+	k->token_file = strdup(opts->token_file ? opts->token_file : KUBE_SERVICE_ACCOUNT "/token");
+	k->ca_file = strdup(opts->ca_file ? opts->ca_file : KUBE_SERVICE_ACCOUNT "/ca.crt");
 	k->node_name = strdup(opts->node_name);
 	k->pod_labels = calloc(opts->nr_pod_labels + 1, sizeof(*k->pod_labels));
-	if (!k->api_url || !k->token_file || !k->node_name || !k->pod_labels ||
-	    (opts->ca_file && !k->ca_file))
+	if (!k->api_url || !k->token_file || !k->node_name || !k->pod_labels || !k->ca_file)
 		goto err_out;
 	for (i = 0; i < opts->nr_pod_labels; i++) {
 		k->pod_labels[i] = strdup(opts->pod_labels[i]);
@@ -571,4 +570,22 @@ void kube__free(struct kube *k)
 	pthread_cond_destroy(&k->wake);
 	pthread_mutex_destroy(&k->lock);
 	free(k);
+}
+
+char *kube_api_url(const char *flag)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	char *url = NULL;
+
+	if (flag)
+		return strdup(flag);
+	if (!host || !port) {
+		fprintf(stderr, "ignis: --kubernetes: no API server: not in a pod "
+				"(KUBERNETES_SERVICE_HOST unset); give --kubernetes-api-url\n");
+		return NULL;
+	}
+	if (asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port) < 0)
+		return NULL;
+	return url;
 }

@@ -22,8 +22,9 @@
 
 struct kube_opts {
 	const char *api_url;	/* https://host:port */
-	const char *token_file; /* read again before every request: tokens rotate */
-	const char *ca_file;
+	const char *token_file; /* read again before every request (tokens rotate); NULL: the
+				 * service account's */
+	const char *ca_file;	/* NULL: the service account's */
 	const char *node_name;
 	char *const *pod_labels; /* label keys to report */
 	size_t nr_pod_labels;
@@ -51,6 +52,16 @@ struct kube_stats {
 };
 
 struct kube;
+
+/* Where a pod finds its service account's token and CA (the in-cluster configuration). */
+#define KUBE_SERVICE_ACCOUNT "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/*
+ * The API server to use: flag (--kubernetes-api-url) when given, else the in-cluster service
+ * (KUBERNETES_SERVICE_HOST and _PORT). Returns a malloc'd URL, or NULL after saying on
+ * stderr what is missing (or with errno ENOMEM).
+ */
+char *kube_api_url(const char *flag);
 
 /* Start the client thread. NULL with errno set if the options are unusable. */
 struct kube *kube__new(const struct kube_opts *opts);

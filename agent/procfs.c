@@ -226,3 +226,23 @@ int sysfs_kernel_build_id(char *buf, size_t size)
 	free(notes);
 	return err;
 }
+
+long procfs_tgid_of(const char *proc_root, uint32_t pid)
+{
+	unsigned int tgid = 0;
+	char *status, *line;
+	int fd = procfs_open_pid(proc_root, pid);
+	long n;
+
+	if (fd < 0)
+		return -ESRCH;
+	n = procfs_read_file(fd, "status", 65536, &status);
+	close(fd);
+	if (n < 0)
+		return 0;
+	line = strstr(status, "\nTgid:");
+	if (line && sscanf(line, "\nTgid: %u", &tgid) != 1)
+		tgid = 0;
+	free(status);
+	return tgid;
+}

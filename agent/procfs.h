@@ -27,6 +27,13 @@ int procfs_open_pid(const char *proc_root, uint32_t pid) __must_check;
  */
 long procfs_read_file(int dirfd, const char *name, size_t max, char **out) __must_check;
 
+/*
+ * The process (tgid) that thread id pid belongs to, from proc_root/PID/status. Returns the
+ * tgid; 0 when the status cannot be read or names none (the thread is exiting); -ESRCH when
+ * there is no such thread.
+ */
+long procfs_tgid_of(const char *proc_root, uint32_t pid);
+
 /* Start time of the process, in clock ticks since boot (field 22 of /proc/PID/stat). */
 int procfs_start_ticks(int pid_fd, uint64_t *ticks) __must_check;
 

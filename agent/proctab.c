@@ -9,13 +9,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <linux/types.h>
-
-#include "../bpf/profiler.h"
 #include "../symbolizer/symbolizer.h"
 #include "log.h"
 #include "procfs.h"
 #include "proctab.h"
+#include "samples.h"
 
 /* Caps on what one process can make us hold. */
 #define MAX_MAPS_BYTES	  (64UL << 20)
@@ -528,7 +526,7 @@ static void retire_tgid(struct proctab *pt, uint32_t tgid, const struct proc_id 
 	hashmap__delete(&pt->by_tgid, &tgid);
 }
 
-static int new_image(struct proctab *pt, const struct ignis_proc_event *ev, uint64_t window)
+static int new_image(struct proctab *pt, const struct proc_event *ev, uint64_t window)
 {
 	struct proc_id id = { .tgid = ev->tgid,
 			      .exec_id = ev->exec_id,
@@ -581,15 +579,15 @@ static int new_image(struct proctab *pt, const struct ignis_proc_event *ev, uint
 	return 0;
 }
 
-int proctab__handle_event(struct proctab *pt, const struct ignis_proc_event *ev, uint64_t window)
+int proctab__handle_event(struct proctab *pt, const struct proc_event *ev, uint64_t window)
 {
 	struct proc_image *img;
 
 	switch (ev->type) {
-	case PROC_EVENT_NEW:
-	case PROC_EVENT_MMAP:
+	case PROC_EV_NEW:
+	case PROC_EV_MMAP:
 		return new_image(pt, ev, window);
-	case PROC_EVENT_EXEC: {
+	case PROC_EV_EXEC: {
 		/* The next sample announces the new image; the old one lives out the window. A
 		 * sample taken inside execve() may have announced the new image already. */
 		struct proc_id keep = { .tgid = ev->tgid,
@@ -599,7 +597,7 @@ int proctab__handle_event(struct proctab *pt, const struct ignis_proc_event *ev,
 		retire_tgid(pt, ev->tgid, &keep, window);
 		return 0;
 	}
-	case PROC_EVENT_EXIT:
+	case PROC_EV_EXIT:
 		img = hashmap__find(&pt->by_tgid, &ev->tgid);
 		if (img && img->id.start_time == ev->start_time)
 			retire_tgid(pt, ev->tgid, NULL, window);

@@ -4,10 +4,10 @@
  * (DESIGN.md requirement 4).
  *
  * A process image is identified by (tgid, start time, exec id): tgids are reused, and
- * execve() keeps both tgid and start time. On its first sample (a PROC_EVENT_NEW from BPF)
+ * execve() keeps both tgid and start time. On its first sample (a PROC_EV_NEW from BPF)
  * the table captures the image's executable mappings and opens each mapped file, so that
  * its symbols stay readable after the process and its mount namespace are gone. It captures
- * again when the executable mappings change (PROC_EVENT_MMAP) or, rate-limited, when a
+ * again when the executable mappings change (PROC_EV_MMAP) or, rate-limited, when a
  * sample's address falls in no captured mapping. Images of exited processes, and mappings
  * that a later capture no longer shows, live until the window that referenced them has
  * been drained.
@@ -22,7 +22,7 @@
 #include "ignis.h"
 #include "metadata.h"
 
-struct ignis_proc_event;
+struct proc_event;
 struct symbolizer;
 struct sym_object;
 
@@ -106,7 +106,7 @@ struct proctab *proctab__new(const struct proctab_opts *opts);
 void proctab__free(struct proctab *pt);
 
 /* Apply one BPF process event while `window` is being recorded. Returns 0 or -errno. */
-int proctab__handle_event(struct proctab *pt, const struct ignis_proc_event *ev, uint64_t window);
+int proctab__handle_event(struct proctab *pt, const struct proc_event *ev, uint64_t window);
 
 /* The image for id, or NULL when none was captured. Borrowed until proctab__release(). */
 struct proc_image *proctab__find(struct proctab *pt, const struct proc_id *id);

@@ -20,6 +20,7 @@
 #include "../bpf/profiler.h"
 #include "profiler.skel.h"
 #include "log.h"
+#include "samples.h"
 #include "sampler.h"
 
 /* Map sizing: a window holds at most CPUs x Hz x seconds samples; leave room for windows
@@ -178,13 +179,32 @@ static void explain_load_error(int err)
 	}
 }
 
+_Static_assert(PROC_EV_NEW == PROC_EVENT_NEW && PROC_EV_MMAP == PROC_EVENT_MMAP &&
+		       PROC_EV_EXEC == PROC_EVENT_EXEC && PROC_EV_EXIT == PROC_EVENT_EXIT,
+	       "process event types of samples.h and bpf/profiler.h");
+
+_Static_assert(SAMPLER_UNWIND_ROW_BYTES == sizeof(struct ignis_unwind_row), "unwind row size");
+
+/* A ring-buffer record to the agent's plain struct proc_event. */
 static int handle_event(void *ctx, void *data, size_t size)
 {
+	const struct ignis_proc_event *in = data;
 	struct sampler *s = ctx;
+	struct proc_event ev;
 
-	if (size < sizeof(struct ignis_proc_event))
+	if (size < sizeof(*in) || !s->opts.on_event)
 		return 0;
-	return s->opts.on_event ? s->opts.on_event(s->opts.ctx, data) : 0;
+	ev = (struct proc_event){
+		.type = in->type,
+		.tgid = in->tgid,
+		.start_time = in->start_time,
+		.exec_id = in->exec_id,
+		.exe_dev = in->exe_dev,
+		.exe_inode = in->exe_inode,
+	};
+	memcpy(ev.comm, in->comm, sizeof(ev.comm));
+	ev.comm[sizeof(ev.comm) - 1] = '\0';
+	return s->opts.on_event(s->opts.ctx, &ev);
 }
 
 /* Open, size and load the skeleton, with or without the table unwinder. */

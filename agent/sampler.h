@@ -16,7 +16,7 @@
 
 #include "ignis.h"
 
-struct ignis_proc_event;
+struct proc_event;
 struct sampler;
 
 enum sampler_event {
@@ -24,8 +24,15 @@ enum sampler_event {
 	SAMPLER_EVENT_CYCLES,	 /* hardware cpu-cycles, where the PMU exposes it */
 };
 
+/* The table unwinder's maps: processes and their mappings they hold, the main executables
+ * recognised before their process is published, and the bytes of one row. */
+#define SAMPLER_UNWIND_PROCESSES   8192
+#define SAMPLER_UNWIND_MAPPINGS	   (64 * 1024)
+#define SAMPLER_UNWIND_EXECUTABLES 4096
+#define SAMPLER_UNWIND_ROW_BYTES   8 /* struct ignis_unwind_row */
+
 /* Called for each process event read from the ring buffer; return 0 to continue. */
-typedef int (*sampler_event_fn)(void *ctx, const struct ignis_proc_event *ev);
+typedef int (*sampler_event_fn)(void *ctx, const struct proc_event *ev);
 
 struct sampler_opts {
 	unsigned int frequency_hz; /* samples per second per CPU */

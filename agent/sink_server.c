@@ -282,20 +282,9 @@ int server_sink__send(struct server_sink *s, const struct profile *p, uint64_t s
 	return err;
 }
 
-void server_sink__account(struct server_sink *s, struct metrics_snapshot *snap)
+void server_sink__stats(struct server_sink *s, struct server_sink_stats *stats)
 {
-	struct uploader_stats st;
-
-	uploader__stats(s->uploader, &st);
-	snap->profiles_sent = st.sent;
-	snap->profile_bytes_sent = st.bytes_sent;
-	memcpy(snap->upload_errors, st.errors, sizeof(snap->upload_errors));
-	memcpy(snap->profiles_dropped, st.dropped, sizeof(snap->profiles_dropped));
-	snap->upload_retries = st.retries;
-	snap->upload_backoff_seconds = st.backoff_sec;
-	snap->queue_profiles = st.queued;
-	snap->queue_bytes = st.queue_bytes;
-	snap->spool_bytes = st.spool_bytes;
-	snap->profiles_split = s->profiles_split;
-	snap->samples_folded = s->samples_folded;
+	uploader__stats(s->uploader, &stats->upload);
+	stats->profiles_split = s->profiles_split;
+	stats->samples_folded = s->samples_folded;
 }

@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 #include "ignis.h"
+#include "uploader.h"
 
 struct agent_config;
-struct metrics_snapshot;
 struct profile;
 struct targets;
 
@@ -49,7 +49,13 @@ struct targets *server_sink__targets(struct server_sink *s);
 int server_sink__send(struct server_sink *s, const struct profile *p, uint64_t seq,
 		      struct server_window_stats *stats) __must_check;
 
-/* Copy the delivery counters into the metrics snapshot. */
-void server_sink__account(struct server_sink *s, struct metrics_snapshot *snap);
+/* The sink's figures: the uploader's (queue, spool, results by class) and the splits. */
+struct server_sink_stats {
+	struct uploader_stats upload;
+	uint64_t profiles_split; /* targets split by process to fit the server's limits */
+	uint64_t samples_folded; /* samples folded into [other stacks] for the same */
+};
+
+void server_sink__stats(struct server_sink *s, struct server_sink_stats *stats);
 
 #endif /* IGNIS_SINK_SERVER_H */

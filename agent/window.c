@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../symbolizer/symbolizer.h"
-#include "drain.h"
+#include "samples.h"
 #include "kubernetes.h"
 #include "log.h"
 #include "profile.h"
@@ -15,7 +15,7 @@
 #include "window.h"
 
 #define MAX_INLINE_FRAMES 16
-#define MAX_FRAMES	  (2 * IGNIS_MAX_STACK_DEPTH + 2)
+#define MAX_FRAMES	  (2 * STACK_MAX_DEPTH + 2)
 #define KERNEL_MAPPING	  "[kernel.kallsyms]"
 
 /*
@@ -50,7 +50,7 @@ struct window_builder {
 /* A stack converted to location ids, cached per window: (image, stack id) -> locations. */
 struct stack_conv {
 	const void *image; /* NULL for kernel stacks */
-	struct ignis_stack_id stack_id;
+	struct stack_id stack_id;
 	uint32_t nr;
 	uint32_t flags; /* CONV_* */
 	uint64_t locs[];
@@ -371,7 +371,7 @@ static int remember(struct build_ctx *c, struct stack_conv *conv)
  * Whether a frame-pointer step found the real caller of the frame at pc: not where the
  * object's unwind table says the function keeps no frame pointer (unwinder__fp_step_ok).
  * Such steps are whole walks by bpf_get_stack (--unwind fp, a process without tables) and
- * the steps the table unwinder took by frame pointer (IGNIS_USER_IP_FP: e.g. out of a
+ * the steps the table unwinder took by frame pointer (FRAME_BY_FP: e.g. out of a
  * library whose table was not published for the process yet).
  */
 static bool fp_step_ok(struct build_ctx *c, struct proc_image *img, uint64_t pc)
@@ -417,16 +417,16 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 	*conv = probe;
 	for (i = 0; i < st->len; i++) {
 		uint64_t ip = st->ips[i], pc;
-		bool exact = false, caller_by_fp = !(st->flags & STACK_F_TABLES);
+		bool exact = false, caller_by_fp = !(st->flags & STACK_TABLES);
 
 		/* Every frame but the first is a return address (its call is at ip - 1), except
 		 * the pc a signal interrupted, which the table unwinder marks, and the signal
 		 * trampoline just before it. */
-		if (!kernel && (st->flags & STACK_F_TABLES)) {
-			exact = (ip & IGNIS_USER_IP_EXACT) ||
-				(i + 1 < st->len && (st->ips[i + 1] & IGNIS_USER_IP_EXACT));
-			caller_by_fp = i + 1 < st->len && (st->ips[i + 1] & IGNIS_USER_IP_FP);
-			ip &= ~(IGNIS_USER_IP_EXACT | IGNIS_USER_IP_FP);
+		if (!kernel && (st->flags & STACK_TABLES)) {
+			exact = (ip & FRAME_EXACT) ||
+				(i + 1 < st->len && (st->ips[i + 1] & FRAME_EXACT));
+			caller_by_fp = i + 1 < st->len && (st->ips[i + 1] & FRAME_BY_FP);
+			ip &= ~(FRAME_EXACT | FRAME_BY_FP);
 		}
 		pc = i && !exact ? ip - 1 : ip;
 		if (kernel) {
@@ -454,8 +454,8 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 	c->stats->frames += conv->nr;
 	/* The table unwinder knows how its walk ended; a frame-pointer walk is judged by its
 	 * outermost frame. */
-	if (st->len >= IGNIS_MAX_STACK_DEPTH || (st->flags & STACK_F_TRUNCATED) ||
-	    (!kernel && !(st->flags & STACK_F_COMPLETE) && named && outer_name &&
+	if (st->len >= STACK_MAX_DEPTH || (st->flags & STACK_TRUNCATED) ||
+	    (!kernel && !(st->flags & STACK_COMPLETE) && named && outer_name &&
 	     !is_root_function(outer_name)))
 		conv->flags |= CONV_TRUNCATED;
 	*err = remember(c, conv);
@@ -535,9 +535,8 @@ static struct image_labels *labels_of(struct build_ctx *c, const struct proc_ima
 }
 
 static int add_one(struct build_ctx *c, const struct drained_window *dw,
-		   const struct drained_sample *s)
+		   const struct drained_sample *k)
 {
-	const struct ignis_sample_key *k = &s->key;
 	struct proc_id id = { .tgid = k->tgid, .exec_id = k->exec_id, .start_time = k->start_time };
 	uint64_t locs[MAX_FRAMES];
 	struct profile_label labels[4 + MAX_IMAGE_LABELS];
@@ -546,19 +545,19 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 	const struct drained_stack *ust, *kst;
 	struct stack_conv *uconv = NULL, *kconv = NULL;
 	struct proc_image *img = NULL;
-	char thread_name[IGNIS_COMM_LEN + 1];
+	char thread_name[COMM_LEN + 1];
 	const char *comm;
 	uint32_t n = 0, group = 0;
 	bool truncated = false;
 	int64_t str;
 	int err = 0;
 
-	if (!(k->flags & SAMPLE_F_KTHREAD)) {
+	if (!(k->flags & SAMPLE_KTHREAD)) {
 		img = proctab__find(c->wb->opts.proctab, &id);
 		if (!img)
-			c->stats->no_image_samples += s->count;
+			c->stats->no_image_samples += k->count;
 	} else {
-		c->stats->kthread_samples += s->count;
+		c->stats->kthread_samples += k->count;
 	}
 
 	kst = drained_window__stack(dw, &k->kernel_stack);
@@ -592,11 +591,11 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 				profile__location(c->p, uconv->locs[uconv->nr - 1]);
 
 			if (!outer || !outer->nr_lines || outer->tag)
-				c->stats->root_unknown_stacks += s->count;
+				c->stats->root_unknown_stacks += k->count;
 		}
 	}
 	/* A failed user walk, or a cut-off user stack: the root is missing. */
-	if ((k->flags & SAMPLE_F_USTACK_ERR) || (uconv && (uconv->flags & CONV_TRUNCATED))) {
+	if ((k->flags & SAMPLE_USTACK_ERR) || (uconv && (uconv->flags & CONV_TRUNCATED))) {
 		int64_t t = placeholder(c, TAG_TRUNCATED, 0);
 
 		if (t < 0)
@@ -617,10 +616,10 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		truncated = true;
 	}
 	if (truncated)
-		c->stats->truncated_stacks += s->count;
+		c->stats->truncated_stacks += k->count;
 
-	memcpy(thread_name, k->comm, IGNIS_COMM_LEN);
-	thread_name[IGNIS_COMM_LEN] = '\0';
+	memcpy(thread_name, k->comm, COMM_LEN);
+	thread_name[COMM_LEN] = '\0';
 	comm = img && img->comm[0] ? img->comm : thread_name;
 	labels[0] = (struct profile_label){ .key = c->key_pid, .num = k->tgid };
 	labels[1] = (struct profile_label){ .key = c->key_tid, .num = k->pid };
@@ -644,7 +643,7 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		/* A kernel thread, or a process never captured: named by its comm. */
 		struct target_process tp = {
 			.comm = thread_name,
-			.kthread = k->flags & SAMPLE_F_KTHREAD,
+			.kthread = k->flags & SAMPLE_KTHREAD,
 		};
 		int64_t target = targets__resolve(c->wb->opts.targets, &tp);
 
@@ -653,10 +652,10 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		group = (uint32_t)target;
 	}
 
-	err = profile__add_group_sample(c->p, group, locs, n, labels, nr_labels, s->count);
+	err = profile__add_group_sample(c->p, group, locs, n, labels, nr_labels, k->count);
 	if (err)
 		return err;
-	c->stats->samples += s->count;
+	c->stats->samples += k->count;
 	/* Keys are tgid + 1: NULL marks an empty slot. Only a count, so ENOMEM is harmless. */
 	err = hashmap__insert(&c->processes, (void *)(uintptr_t)(k->tgid + 1ULL), (void *)1);
 	return 0;

@@ -2,8 +2,8 @@
 /*
  * The contract between the BPF programs (bpf/profiler.bpf.c) and the agent.
  *
- * This header includes nothing: the BPF side includes vmlinux.h first, userspace
- * <linux/types.h>. Every struct has fixed-width fields, explicit padding and a size check,
+ * This header includes nothing but bpf/stats.h (the counters' rows, macros only): the BPF side
+ * includes vmlinux.h first, userspace <linux/types.h>. Every struct has fixed-width fields, explicit padding and a size check,
  * because hash-map keys are compared byte for byte and both sides must agree on the layout.
  *
  * Map layout (all sized by the agent before load; see agent/sampler.c):
@@ -23,6 +23,8 @@
  */
 #ifndef IGNIS_BPF_PROFILER_H
 #define IGNIS_BPF_PROFILER_H
+
+#include "stats.h"
 
 #ifndef IGNIS_MAX_STACK_DEPTH
 /* Frames per stack; the kernel's default kernel.perf_event_max_stack is 127 as well. */
@@ -115,37 +117,14 @@ struct ignis_sample_key {
 _Static_assert(sizeof(struct ignis_sample_key) == 72, "ignis_sample_key size");
 
 /*
- * Per-CPU counters, one set per generation so that each window's figures are exact.
- * Every sample lands in exactly one of: STAT_IDLE, STAT_FILTERED, a counts entry, or one of
- * the drop reasons STAT_DROP_*. The STAT_*_ERR reasons mark samples that were recorded but
- * with a stack missing.
+ * Per-CPU counters, one set per generation so that each window's figures are exact: the rows
+ * of IGNIS_BPF_STATS (bpf/stats.h), in that order.
  */
+#define IGNIS_BPF_STAT_ENUM(id, ...) STAT_##id,
 enum ignis_stat {
-	STAT_SAMPLES = 0,      /* every run of the sampler */
-	STAT_IDLE,	       /* samples of the idle task (pid 0): counted, not profiled */
-	STAT_FILTERED,	       /* outside --pid, or kernel threads under --no-kernel */
-	STAT_USTACK_ERR,       /* user stack walk returned an error; sample kept */
-	STAT_KSTACK_ERR,       /* kernel stack walk returned an error; sample kept */
-	STAT_DROP_NO_GEN,      /* generation maps missing (cannot happen once loaded) */
-	STAT_DROP_STACKS_FULL, /* the stacks map of this generation is full */
-	STAT_DROP_COUNTS_FULL, /* the counts map of this generation is full */
-	STAT_EVENTS_LOST,      /* ring buffer full: a process event was not sent */
-	/* The table unwinder (--unwind auto|dwarf). Per sample unless it says frames. */
-	STAT_UNWIND_SAMPLES,	 /* user stacks unwound with the tables */
-	STAT_UNWIND_NO_TABLES,	 /* process without tables yet: frame pointers (bpf_get_stack) */
-	STAT_UNWIND_FP_FRAMES,	 /* frames: pc in no table (JIT, anonymous code): frame pointer */
-	STAT_UNWIND_NO_CFI,	 /* frames: pc in a table's gap (code without CFI): frame pointer */
-	STAT_UNWIND_READ_FAULT,	 /* stacks cut: the stack could not be read */
-	STAT_UNWIND_DEPTH,	 /* stacks cut at IGNIS_MAX_STACK_DEPTH frames */
-	STAT_UNWIND_UNSUPPORTED, /* stacks cut at a CFA rule the unwinder does not follow */
-	STAT_UNWIND_STALE,	 /* stacks cut: the process's tables changed under the unwinder */
-	STAT_UNWIND_TAIL_CALL,	 /* stacks cut: a tail call failed */
-	STAT_UNWIND_LOST,	 /* stacks cut: a frame without CFI and no frame pointer to follow,
-				  * or a return address of 0 where the CFI promised a caller */
-	STAT_UNWIND_EXE_ONLY,	 /* process not published yet: its main executable's table alone
-				  * (unwind_exes), frame pointers elsewhere */
-	STAT_NR,
+	IGNIS_BPF_STATS(IGNIS_BPF_STAT_ENUM) STAT_NR,
 };
+#undef IGNIS_BPF_STAT_ENUM
 
 /* What the sampler has announced for a tgid, so each process image is announced once. */
 struct ignis_proc_state {

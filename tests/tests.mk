@@ -224,7 +224,7 @@ $(TEST_BUILD)/unwind_dump: tests/tools/unwind_dump.c $(BUILD)/libsymbolizer.a
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS_ALL)
 
 $(TEST_BUILD)/lifecycle: tests/integration/lifecycle.c $(addprefix $(BUILD)/agent/,sampler.o \
-			drain.o hashmap.o log.o util.o)
+			drain.o samples.o stats.o hashmap.o log.o util.o)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS_ALL)
@@ -246,8 +246,8 @@ unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o 
 			  agent/util.o agent/targets.o agent/profile.o agent/hashmap.o
 unit_deps_test_procfs := agent/procfs.o agent/util.o
 unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o agent/metadata.o \
-			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o agent/kubernetes.o \
-			  agent/http.o agent/targets.o agent/unwinder.o \
+			  agent/log.o agent/window.o agent/profile.o agent/samples.o agent/stats.o \
+			  agent/kubernetes.o agent/http.o agent/targets.o agent/unwinder.o \
 			  libsymbolizer.a
 unit_deps_test_metadata := agent/metadata.o
 unit_deps_test_kubernetes := agent/kubernetes.o agent/http.o agent/hashmap.o agent/log.o \
@@ -256,9 +256,11 @@ unit_deps_test_targets := agent/targets.o agent/profile.o agent/hashmap.o agent/
 unit_deps_test_split := agent/split.o agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
 			agent/profile.pb-c.o
 unit_deps_test_upload := agent/uploader.o agent/spool.o agent/pyroscope.o agent/http.o \
-			 agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/push.pb-c.o
+			 agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/stats.o \
+			 agent/push.pb-c.o
 unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
 unit_deps_test_cpulist := agent/sampler.o agent/log.o
+unit_deps_test_stats := agent/stats.o agent/metrics.o agent/log.o agent/util.o
 
 $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
 	$(call msg,LINK,$@)

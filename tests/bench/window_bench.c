@@ -21,6 +21,9 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <linux/types.h>
+
+#include "../../bpf/profiler.h"
 
 #include "../../agent/drain.h"
 #include "../../agent/log.h"
@@ -291,7 +294,7 @@ int main(int argc, char **argv)
 		goto out;
 
 	for (i = 0; i < nr_procs; i++) {
-		struct ignis_proc_event ev = { .type = PROC_EVENT_NEW, .exec_id = 1 };
+		struct proc_event ev = { .type = PROC_EV_NEW, .exec_id = 1 };
 		uint64_t ticks;
 		int fd = procfs_open_pid("/proc", (uint32_t)procs[i].pid);
 

@@ -50,7 +50,7 @@ int main(void)
 			return 1;
 		}
 		drained_window__init(&w);
-		if (drain__read(s, idle, &w) || !w.stats[0]) {
+		if (drain__read(s, idle, &w) || !w.counters.v[CNT_SAMPLES]) {
 			fprintf(stderr, "round %d: drain failed or no sample counted\n", round);
 			return 1;
 		}

@@ -14,12 +14,11 @@
 
 #include "unit.h"
 
-#include "../../agent/drain.h"
+#include "../../agent/samples.h"
 #include "../../agent/procfs.h"
 #include "../../agent/proctab.h"
 #include "../../agent/profile.h"
 #include "../../agent/window.h"
-#include "../../bpf/profiler.h"
 #include "../../symbolizer/symbolizer.h"
 
 #define PID 4242
@@ -142,9 +141,9 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct ignis_proc_event event(uint32_t type, uint64_t start_ns)
+static struct proc_event event(uint32_t type, uint64_t start_ns)
 {
-	struct ignis_proc_event ev = { .type = type, .tgid = PID, .start_time = start_ns,
+	struct proc_event ev = { .type = type, .tgid = PID, .start_time = start_ns,
 				       .exec_id = 1 };
 
 	memcpy(ev.comm, "fake app", 9);
@@ -159,7 +158,7 @@ static struct proc_id the_id(void)
 static void test_capture_and_lookup(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct proc_id id = the_id();
 	const struct proc_mapping *m;
 	struct proc_image *img;
@@ -196,7 +195,7 @@ static void test_capture_and_lookup(void **state)
 static void test_pid_reused(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS + 5000000000ULL);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS + 5000000000ULL);
 	struct proc_id id = the_id();
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), -ESRCH);
@@ -208,11 +207,11 @@ static void test_pid_reused(void **state)
 static void test_exit_and_release(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct proc_id id = the_id();
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 3), 0);
-	ev.type = PROC_EVENT_EXIT;
+	ev.type = PROC_EV_EXIT;
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 5), 0);
 	proctab__release(f->pt, 4);
 	assert_non_null(proctab__find(f->pt, &id));
@@ -225,13 +224,13 @@ static void test_exit_and_release(void **state)
 static void test_exec_retires_only_the_old_image(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct proc_id old = the_id(), new = the_id();
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
 	ev.exec_id = 2;
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);	/* inside execve() */
-	ev.type = PROC_EVENT_EXEC;
+	ev.type = PROC_EV_EXEC;
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
 	proctab__release(f->pt, 0);
 	new.exec_id = 2;
@@ -248,13 +247,13 @@ static void test_exec_retires_only_the_old_image(void **state)
 static void test_announced_image_revives(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct proc_id id = the_id();
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
-	ev.type = PROC_EVENT_EXIT;
+	ev.type = PROC_EV_EXIT;
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
-	ev.type = PROC_EVENT_MMAP;
+	ev.type = PROC_EV_MMAP;
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
 	proctab__release(f->pt, 0);
 	assert_non_null(proctab__find(f->pt, &id));
@@ -264,7 +263,7 @@ static void test_announced_image_revives(void **state)
 static void test_rescan(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct proc_id id = the_id();
 	struct proctab_stats st;
 
@@ -283,7 +282,7 @@ static void test_rescan(void **state)
 static void test_recapture_keeps_stale(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct proc_id id = the_id();
 	struct proc_image *img;
 	char extra[256];
@@ -297,7 +296,7 @@ static void test_recapture_keeps_stale(void **state)
 	assert_int_equal(img->nr_maps, 2);
 
 	write_maps(f, "");	/* the second copy went away (dlclose) */
-	ev.type = PROC_EVENT_MMAP;
+	ev.type = PROC_EV_MMAP;
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 8), 0);
 	assert_int_equal(img->nr_maps, 2);
 	assert_non_null(proctab__mapping(f->pt, img, LIB_BASE + 0x101000 + 0x10, 8, false));
@@ -311,13 +310,9 @@ static void test_recapture_keeps_stale(void **state)
 static void add_stack_flags(struct drained_window *w, uint64_t id, const uint64_t *ips,
 			    uint32_t n, uint32_t flags)
 {
-	struct drained_stack *ds = malloc(sizeof(*ds) + n * sizeof(ds->ips[0]));
+	struct stack_id sid = { .lo = id, .hi = ~id };
 
-	ds->id = (struct ignis_stack_id){ .lo = id, .hi = ~id };
-	ds->len = n;
-	ds->flags = flags;
-	memcpy(ds->ips, ips, n * sizeof(ips[0]));
-	assert_int_equal(hashmap__insert(&w->stacks, &ds->id, ds), 0);
+	assert_int_equal(drained_window__add_stack(w, &sid, flags, ips, n), 0);
 }
 
 static void add_stack(struct drained_window *w, uint64_t id, const uint64_t *ips, uint32_t n)
@@ -328,19 +323,16 @@ static void add_stack(struct drained_window *w, uint64_t id, const uint64_t *ips
 static void add_sample(struct drained_window *w, uint32_t tid, uint64_t ustack,
 		       uint64_t kstack, uint32_t flags, const char *comm, uint64_t count)
 {
-	struct ignis_sample_key k = { .tgid = PID, .pid = tid, .start_time = START_NS,
-				      .exec_id = 1, .flags = flags };
+	struct drained_sample k = { .tgid = PID, .pid = tid, .start_time = START_NS,
+				    .exec_id = 1, .flags = flags, .count = count };
 
 	if (ustack)
-		k.user_stack = (struct ignis_stack_id){ .lo = ustack, .hi = ~ustack };
+		k.user_stack = (struct stack_id){ .lo = ustack, .hi = ~ustack };
 	if (kstack)
-		k.kernel_stack = (struct ignis_stack_id){ .lo = kstack, .hi = ~kstack };
+		k.kernel_stack = (struct stack_id){ .lo = kstack, .hi = ~kstack };
 
 	snprintf(k.comm, sizeof(k.comm), "%s", comm);
-	w->samples = realloc(w->samples, (w->nr_samples + 1) * sizeof(*w->samples));
-	w->samples[w->nr_samples].key = k;
-	w->samples[w->nr_samples].count = count;
-	w->nr_samples++;
+	assert_int_equal(drained_window__add_sample(w, &k), 0);
 }
 
 static const char *loc_name(const struct profile *p, uint64_t id)
@@ -355,7 +347,7 @@ static const char *loc_name(const struct profile *p, uint64_t id)
 static void test_window_builder(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
 	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
 	struct window_stats ws = { 0 };
@@ -384,7 +376,7 @@ static void test_window_builder(void **state)
 	add_sample(&w, PID + 1, 11, 14, 0, "worker", 3);
 	add_sample(&w, PID + 2, 12, 0, 0, "main", 2);
 	add_sample(&w, PID, 13, 0, 0, "main", 1);
-	add_sample(&w, 77, 0, 14, SAMPLE_F_KTHREAD, "kworker/0:1", 4);
+	add_sample(&w, 77, 0, 14, SAMPLE_KTHREAD, "kworker/0:1", 4);
 
 	p = profile__new(&po);
 	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
@@ -462,7 +454,7 @@ static void test_window_builder(void **state)
 static void test_window_table_stacks(void **state)
 {
 	struct fake *f = *state;
-	struct ignis_proc_event ev = event(PROC_EVENT_NEW, START_NS);
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
 	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
 	struct window_stats ws = { 0 };
@@ -471,20 +463,20 @@ static void test_window_table_stacks(void **state)
 	struct profile *p;
 	uint64_t ips[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
 	uint64_t exact[3] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr,
-			      (LIB_BASE + f->second.addr + 2) | IGNIS_USER_IP_EXACT };
+			      (LIB_BASE + f->second.addr + 2) | FRAME_EXACT };
 	/* A caller the unwinder reached by frame pointer: marked, looked up as any other. */
 	uint64_t by_fp[2] = { LIB_BASE + f->first.addr + 1,
-			      (LIB_BASE + f->second.addr + 4) | IGNIS_USER_IP_FP };
+			      (LIB_BASE + f->second.addr + 4) | FRAME_BY_FP };
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
 	wb = window_builder__new(&wo);
 	drained_window__init(&w);
-	add_stack_flags(&w, 31, ips, 2, STACK_F_TABLES | STACK_F_COMPLETE);
-	add_stack_flags(&w, 32, ips, 2, STACK_F_TABLES | STACK_F_TRUNCATED);
-	add_stack_flags(&w, 33, exact, 3, STACK_F_TABLES | STACK_F_COMPLETE);
+	add_stack_flags(&w, 31, ips, 2, STACK_TABLES | STACK_COMPLETE);
+	add_stack_flags(&w, 32, ips, 2, STACK_TABLES | STACK_TRUNCATED);
+	add_stack_flags(&w, 33, exact, 3, STACK_TABLES | STACK_COMPLETE);
 	add_sample(&w, PID, 31, 0, 0, "main", 2);
 	add_sample(&w, PID + 1, 32, 0, 0, "main", 3);
-	add_stack_flags(&w, 34, by_fp, 2, STACK_F_TABLES | STACK_F_COMPLETE);
+	add_stack_flags(&w, 34, by_fp, 2, STACK_TABLES | STACK_COMPLETE);
 	add_sample(&w, PID + 2, 33, 0, 0, "main", 1);
 	add_sample(&w, PID + 3, 34, 0, 0, "main", 1);
 	p = profile__new(&po);
@@ -529,7 +521,7 @@ static void test_window_without_image(void **state)
 
 	drained_window__init(&w);
 	add_stack(&w, 21, ips, 2);
-	add_sample(&w, PID, 21, 0, SAMPLE_F_USTACK_ERR, "main", 6);
+	add_sample(&w, PID, 21, 0, SAMPLE_USTACK_ERR, "main", 6);
 	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
 	assert_int_equal(ws.no_image_samples, 6);
 	assert_int_equal(p->samples[0].nr_locations, 3);

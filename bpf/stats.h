@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The BPF programs' counters, as rows of the agent's one counter table (agent/stats.h,
+ * ddprof's STATS_TABLE). Macros only, no types: bpf/profiler.h makes the BPF enum of them, the
+ * agent its accounting, Prometheus series and log keys, so that the agent's modules past the
+ * drain use the table without seeing a BPF layout.
+ *
+ * Every sample lands in exactly one of: STAT_IDLE, STAT_FILTERED, a counts entry, or one of
+ * the drop reasons STAT_DROP_*. The STAT_*_ERR reasons mark samples that were recorded but
+ * with a stack missing.
+ *
+ * Each row gives the BPF enum (STAT_<id>), the agent's accounting, the Prometheus series
+ * (family and label), the key in the window's debug line and the help text. A new counter is
+ * one row here and its increment in BPF. Rows of one Prometheus family need not be adjacent;
+ * the first row of a family carries its help.
+ *
+ *   X(id, metric, label, key, help)
+ */
+#ifndef IGNIS_BPF_STATS_H
+#define IGNIS_BPF_STATS_H
+
+#define IGNIS_BPF_STATS(X)                                                                         \
+	X(SAMPLES, "ignis_samples_total", "", "samples", "Samples taken by the BPF program.")      \
+	X(IDLE, "ignis_samples_idle_total", "", "idle", "Samples of idle CPUs, counted only.")     \
+	X(FILTERED, "ignis_samples_filtered_total", "", "filtered",                                \
+	  "Samples outside --pid, or of kernel threads under --no-kernel.")                        \
+	X(USTACK_ERR, "ignis_stack_walk_errors_total", "stack=\"user\"", "ustack_err",             \
+	  "Samples kept without one of their stacks: the walk failed.")                            \
+	X(KSTACK_ERR, "ignis_stack_walk_errors_total", "stack=\"kernel\"", "kstack_err", "")       \
+	X(DROP_NO_GEN, "ignis_samples_dropped_total", "reason=\"no_generation\"", "no_gen",        \
+	  "Samples lost, by reason.")                                                              \
+	X(DROP_STACKS_FULL, "ignis_samples_dropped_total", "reason=\"stacks_map_full\"",           \
+	  "stacks_full", "")                                                                       \
+	X(DROP_COUNTS_FULL, "ignis_samples_dropped_total", "reason=\"counts_map_full\"",           \
+	  "counts_full", "")                                                                       \
+	X(EVENTS_LOST, "ignis_process_events_lost_total", "", "events_lost",                       \
+	  "Process events lost to a full ring buffer (recovered by the rescan).")                  \
+	/* The table unwinder (--unwind auto|dwarf). Per sample unless it says frames. */          \
+	X(UNWIND_SAMPLES, "ignis_unwind_samples_total", "", "unwind_samples",                      \
+	  "User stacks unwound with unwind tables (.eh_frame) in BPF.")                            \
+	X(UNWIND_NO_TABLES, "ignis_unwind_no_tables_total", "", "unwind_no_tables",                \
+	  "Samples of processes without unwind tables (yet), walked with frame pointers.")         \
+	X(UNWIND_FP_FRAMES, "ignis_unwind_frame_pointer_frames_total", "reason=\"no_table\"",      \
+	  "unwind_fp_frames",                                                                      \
+	  "Frames the table unwinder walked with the frame pointer: in no table (JIT, "            \
+	  "anonymous code) or in code its table has no CFI for.")                                  \
+	X(UNWIND_NO_CFI, "ignis_unwind_frame_pointer_frames_total", "reason=\"no_cfi\"",           \
+	  "unwind_no_cfi", "")                                                                     \
+	X(UNWIND_READ_FAULT, "ignis_unwind_truncated_total", "reason=\"read_fault\"",              \
+	  "unwind_read_fault",                                                                     \
+	  "Stacks the table unwinder stopped before the outermost frame, by reason.")              \
+	X(UNWIND_DEPTH, "ignis_unwind_truncated_total", "reason=\"depth_limit\"", "unwind_depth",  \
+	  "")                                                                                      \
+	X(UNWIND_UNSUPPORTED, "ignis_unwind_truncated_total", "reason=\"unsupported_rule\"",       \
+	  "unwind_unsupported", "")                                                                \
+	X(UNWIND_STALE, "ignis_unwind_truncated_total", "reason=\"tables_changed\"",               \
+	  "unwind_stale", "")                                                                      \
+	X(UNWIND_TAIL_CALL, "ignis_unwind_truncated_total", "reason=\"tail_call\"",                \
+	  "unwind_tail_call", "")                                                                  \
+	X(UNWIND_LOST, "ignis_unwind_truncated_total", "reason=\"chain_lost\"", "unwind_lost", "") \
+	X(UNWIND_EXE_ONLY, "ignis_unwind_executable_only_total", "", "unwind_exe_only",            \
+	  "Samples of processes whose tables were not published yet, unwound with their "          \
+	  "executable's table (from an earlier process of the same file), frame pointers "         \
+	  "elsewhere.")
+
+#endif /* IGNIS_BPF_STATS_H */

@@ -18,6 +18,7 @@
 #include "../bpf/profiler.h"
 
 #include "drain.h"
+#include "drain_internal.h"
 #include "log.h"
 #include "sampler.h"
 
@@ -48,10 +49,9 @@ static struct stack_id stack_id_of(const struct ignis_stack_id *id)
 
 typedef int (*drain_entry_fn)(struct drained_window *w, const void *key, const void *value);
 
-static int counts_entry(struct drained_window *w, const void *key, const void *value)
+void drain_sample_of(const struct ignis_sample_key *k, uint64_t count, struct drained_sample *s)
 {
-	const struct ignis_sample_key *k = key;
-	struct drained_sample s = {
+	*s = (struct drained_sample){
 		.tgid = k->tgid,
 		.pid = k->pid,
 		.start_time = k->start_time,
@@ -59,11 +59,24 @@ static int counts_entry(struct drained_window *w, const void *key, const void *v
 		.flags = k->flags,
 		.user_stack = stack_id_of(&k->user_stack),
 		.kernel_stack = stack_id_of(&k->kernel_stack),
-		.count = *(const uint64_t *)value,
+		.count = count,
 	};
+	memcpy(s->comm, k->comm, sizeof(s->comm));
+	s->comm[sizeof(s->comm) - 1] = '\0';
+}
 
-	memcpy(s.comm, k->comm, sizeof(s.comm));
-	s.comm[sizeof(s.comm) - 1] = '\0';
+void drain_counters_of(const uint64_t *stats, struct counters *c)
+{
+#define BPF_ROW(id, ...) c->v[CNT_##id] = stats[STAT_##id];
+	IGNIS_BPF_STATS(BPF_ROW)
+#undef BPF_ROW
+}
+
+static int counts_entry(struct drained_window *w, const void *key, const void *value)
+{
+	struct drained_sample s;
+
+	drain_sample_of(key, *(const uint64_t *)value, &s);
 	return drained_window__add_sample(w, &s);
 }
 
@@ -180,9 +193,7 @@ static int drain_stats(int fd, unsigned int gen, struct drained_window *w)
 		}
 	}
 	free(values);
-#define BPF_ROW(id, ...) w->counters.v[CNT_##id] = sums[STAT_##id];
-	IGNIS_BPF_STATS(BPF_ROW)
-#undef BPF_ROW
+	drain_counters_of(sums, &w->counters);
 	return err;
 }
 

@@ -305,6 +305,11 @@ static int start_unwinder(struct agent *a)
 	return 0;
 }
 
+static bool fp_step_ok(void *ctx, const struct sym_object *obj, uint64_t vaddr)
+{
+	return unwinder__fp_step_ok(ctx, obj, vaddr);
+}
+
 /* The window builder, the local folder, /metrics, and the cycle that uses them. */
 static int start_windows(struct agent *a, bool kernel_symbols)
 {
@@ -316,7 +321,8 @@ static int start_windows(struct agent *a, bool kernel_symbols)
 		.kernel_build_id = a->kernel_build_id[0] ? a->kernel_build_id : NULL,
 		.kube = a->kube,
 		.targets = a->server ? server_sink__targets(a->server) : NULL,
-		.unwinder = a->unwinder,
+		.fp_step_ok = a->unwinder ? fp_step_ok : NULL,
+		.fp_step_ctx = a->unwinder,
 	};
 	struct file_sink_opts fo = { .dir = cfg->output_dir,
 				     .hostname = a->hostname,

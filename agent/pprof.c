@@ -57,14 +57,12 @@ static void *alloc_n(size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
-static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
-		 pb_value_type types[3], pb_value_type *type_ptrs[2])
+static int arena_alloc(const struct profile *p, struct pb_arena *a)
 {
-	size_t nr_labels = 0, i, j, li = 0;
+	size_t nr_labels = 0, i;
 
 	for (i = 0; i < p->nr_samples; i++)
 		nr_labels += p->samples[i].nr_labels;
-
 	a->samples = alloc_n(p->nr_samples, sizeof(*a->samples));
 	a->sample_ptrs = alloc_n(p->nr_samples, sizeof(*a->sample_ptrs));
 	a->values = alloc_n(p->nr_samples * 2, sizeof(*a->values));
@@ -82,16 +80,12 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 	    !a->mappings || !a->mapping_ptrs || !a->locations || !a->location_ptrs || !a->lines ||
 	    !a->line_ptrs || !a->functions || !a->function_ptrs)
 		return -ENOMEM;
+	return 0;
+}
 
-	for (i = 0; i < 3; i++)
-		perftools__profiles__value_type__init(&types[i]);
-	types[0].type = p->str_samples;
-	types[0].unit = p->str_count;
-	types[1].type = p->str_cpu;
-	types[1].unit = p->str_nanoseconds;
-	types[2] = types[1]; /* period type */
-	type_ptrs[0] = &types[0];
-	type_ptrs[1] = &types[1];
+static void build_samples(const struct profile *p, struct pb_arena *a)
+{
+	size_t i, j, li = 0;
 
 	for (i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
@@ -117,6 +111,11 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 		}
 		a->sample_ptrs[i] = ps;
 	}
+}
+
+static void build_mappings(const struct profile *p, struct pb_arena *a)
+{
+	size_t i;
 
 	for (i = 0; i < p->nr_mappings; i++) {
 		const struct profile_mapping *m = &p->mappings[i];
@@ -136,6 +135,12 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 		pm->has_inline_frames = m->has_inline_frames;
 		a->mapping_ptrs[i] = pm;
 	}
+}
+
+/* Lines, locations and functions. */
+static void build_locations(const struct profile *p, struct pb_arena *a)
+{
+	size_t i;
 
 	for (i = 0; i < p->nr_lines; i++) {
 		perftools__profiles__line__init(&a->lines[i]);
@@ -143,7 +148,6 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 		a->lines[i].line = p->lines[i].line;
 		a->line_ptrs[i] = &a->lines[i];
 	}
-
 	for (i = 0; i < p->nr_locations; i++) {
 		const struct profile_location *l = &p->locations[i];
 		pb_location *pl = &a->locations[i];
@@ -156,7 +160,6 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 		pl->line = l->nr_lines ? &a->line_ptrs[l->first_line] : NULL;
 		a->location_ptrs[i] = pl;
 	}
-
 	for (i = 0; i < p->nr_functions; i++) {
 		const struct profile_function *f = &p->functions[i];
 		pb_function *pf = &a->functions[i];
@@ -169,6 +172,28 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 		pf->start_line = f->start_line;
 		a->function_ptrs[i] = pf;
 	}
+}
+
+static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
+		 pb_value_type types[3], pb_value_type *type_ptrs[2])
+{
+	size_t i;
+	int err = arena_alloc(p, a);
+
+	if (err)
+		return err;
+	for (i = 0; i < 3; i++)
+		perftools__profiles__value_type__init(&types[i]);
+	types[0].type = p->str_samples;
+	types[0].unit = p->str_count;
+	types[1].type = p->str_cpu;
+	types[1].unit = p->str_nanoseconds;
+	types[2] = types[1]; /* period type */
+	type_ptrs[0] = &types[0];
+	type_ptrs[1] = &types[1];
+	build_samples(p, a);
+	build_mappings(p, a);
+	build_locations(p, a);
 
 	perftools__profiles__profile__init(pb);
 	pb->n_sample_type = 2;

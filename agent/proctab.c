@@ -369,13 +369,128 @@ static bool overlaps(const struct proc_mapping *m, const struct proc_mapping *ma
  * mappings that did not change. Mappings that disappeared stay, marked stale in `window`,
  * unless a new mapping overlaps them.
  */
+/* A growable list of mappings being captured. */
+struct mapping_list {
+	struct proc_mapping *maps;
+	size_t nr, cap;
+};
+
+/* One executable mapping of a maps line, its object reused from the image's unchanged
+ * mapping or opened through the process (open_object). */
+static int add_mapping(struct proctab *pt, struct proc_image *img, int pid_fd, int *root_fd,
+		       const struct procmaps_entry *e, struct mapping_list *l)
+{
+	enum mapping_kind kind = kind_of(e);
+	struct proc_mapping *m;
+	size_t j;
+	int err;
+
+	err = grow_array((void **)&l->maps, &l->cap, l->nr + 1, sizeof(*l->maps));
+	if (err)
+		return err;
+	m = &l->maps[l->nr];
+	memset(m, 0, sizeof(*m));
+	m->start = e->start;
+	m->end = e->end;
+	m->offset = e->offset;
+	m->inode = e->inode;
+	m->kind = kind;
+	m->stale_window = UINT64_MAX;
+	m->name = strdup(kind == MAPPING_ANON && !e->path[0] ? "[anon]" : e->path);
+	if (!m->name)
+		return -ENOMEM;
+	l->nr++;
+	/* Reuse the object of an unchanged mapping. */
+	for (j = 0; j < img->nr_maps; j++) {
+		if (same_mapping(&img->maps[j], e, kind)) {
+			m->object = sym_object__get(img->maps[j].object);
+			return 0;
+		}
+	}
+	if (kind == MAPPING_FILE)
+		m->object = open_object(pt, pid_fd, root_fd, e);
+	else if (kind == MAPPING_VDSO)
+		m->object = sym_object__get(pt->opts.vdso);
+	return 0;
+}
+
+/* The executable mappings of a maps file (text, modified: lines are cut in place). */
+static int parse_maps(struct proctab *pt, struct proc_image *img, int pid_fd, int *root_fd,
+		      char *text, struct mapping_list *l)
+{
+	char *line, *next;
+	int err;
+
+	for (line = text; line && *line; line = next) {
+		struct procmaps_entry e;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (procmaps_parse_line(line, &e)) {
+			pr_debug("pid %u: malformed maps line skipped", img->id.tgid);
+			continue;
+		}
+		if (!e.exec || !strcmp(e.path, "[vsyscall]"))
+			continue;
+		if (l->nr >= MAX_EXEC_MAPPINGS) {
+			pr_warn_ratelimited(5, 1000,
+					    "pid %u: over %d executable mappings, rest "
+					    "ignored",
+					    img->id.tgid, MAX_EXEC_MAPPINGS);
+			break;
+		}
+		err = add_mapping(pt, img, pid_fd, root_fd, &e, l);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Make l the image's mappings (taking them), keeping what disappeared until this window is
+ * drained, unless something replaced it. */
+static int install_maps(struct proc_image *img, struct mapping_list *l, uint64_t window)
+{
+	struct proc_mapping *old = img->maps;
+	size_t i;
+	int err;
+
+	for (i = 0; i < img->nr_maps; i++) {
+		struct proc_mapping *m = &old[i];
+
+		if (!overlaps(m, l->maps, l->nr)) {
+			err = grow_array((void **)&l->maps, &l->cap, l->nr + 1, sizeof(*l->maps));
+			if (err)
+				return err;
+			if (m->stale_window == UINT64_MAX)
+				m->stale_window = window;
+			l->maps[l->nr++] = *m; /* moves the object reference */
+			memset(m, 0, sizeof(*m));
+		} else {
+			mapping_fini(m);
+		}
+	}
+	free(old);
+	if (l->nr > 1)
+		qsort(l->maps, l->nr, sizeof(*l->maps), cmp_mapping);
+	img->maps = l->maps;
+	img->nr_maps = l->nr;
+	img->cap_maps = l->cap;
+	*l = (struct mapping_list){ 0 };
+	img->incomplete = false;
+	for (i = 0; i < img->nr_maps; i++)
+		if (img->maps[i].kind != MAPPING_ANON && !img->maps[i].object)
+			img->incomplete = true;
+	return 0;
+}
+
 static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inode, uint64_t window)
 {
-	struct proc_mapping *maps = NULL, *old;
-	size_t nr = 0, cap = 0, i, j;
+	struct mapping_list l = { 0 };
 	int pid_fd, root_fd = -1, err;
-	char *text = NULL, *line, *next;
+	char *text = NULL;
 	uint64_t ticks;
+	size_t i;
 	long len;
 
 	pid_fd = procfs_open_pid(pt->opts.proc_root, img->id.tgid);
@@ -404,106 +519,27 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 	}
 	procfs_comm(pid_fd, img->comm, sizeof(img->comm));
 	capture_identity(pid_fd, img);
-
-	for (line = text; line && *line; line = next) {
-		struct procmaps_entry e;
-		struct proc_mapping *m;
-		enum mapping_kind kind;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (procmaps_parse_line(line, &e)) {
-			pr_debug("pid %u: malformed maps line skipped", img->id.tgid);
-			continue;
-		}
-		if (!e.exec || !strcmp(e.path, "[vsyscall]"))
-			continue;
-		if (nr >= MAX_EXEC_MAPPINGS) {
-			pr_warn_ratelimited(5, 1000,
-					    "pid %u: over %d executable mappings, rest "
-					    "ignored",
-					    img->id.tgid, MAX_EXEC_MAPPINGS);
-			break;
-		}
-		err = grow_array((void **)&maps, &cap, nr + 1, sizeof(*maps));
-		if (err)
-			goto cleanup;
-		kind = kind_of(&e);
-		m = &maps[nr];
-		memset(m, 0, sizeof(*m));
-		m->start = e.start;
-		m->end = e.end;
-		m->offset = e.offset;
-		m->inode = e.inode;
-		m->kind = kind;
-		m->stale_window = UINT64_MAX;
-		m->name = strdup(kind == MAPPING_ANON && !e.path[0] ? "[anon]" : e.path);
-		if (!m->name) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
-		nr++;
-		/* Reuse the object of an unchanged mapping. */
-		for (j = 0; j < img->nr_maps; j++) {
-			if (same_mapping(&img->maps[j], &e, kind)) {
-				m->object = sym_object__get(img->maps[j].object);
-				break;
-			}
-		}
-		if (j < img->nr_maps)
-			continue;
-		if (kind == MAPPING_FILE)
-			m->object = open_object(pt, pid_fd, &root_fd, &e);
-		else if (kind == MAPPING_VDSO)
-			m->object = sym_object__get(pt->opts.vdso);
-	}
-
+	err = parse_maps(pt, img, pid_fd, &root_fd, text, &l);
+	if (err)
+		goto cleanup;
 	/* A process that has exited but not yet been reaped shows no mappings at all. */
-	if (!nr) {
+	if (!l.nr) {
 		pr_debug("pid %u: no executable mappings: exiting", img->id.tgid);
 		err = -ESRCH;
 		goto cleanup;
 	}
-
-	/* Keep what disappeared until this window is drained, unless something replaced it. */
-	old = img->maps;
-	for (i = 0; i < img->nr_maps; i++) {
-		struct proc_mapping *m = &old[i];
-
-		if (!overlaps(m, maps, nr)) {
-			err = grow_array((void **)&maps, &cap, nr + 1, sizeof(*maps));
-			if (err)
-				goto cleanup;
-			if (m->stale_window == UINT64_MAX)
-				m->stale_window = window;
-			maps[nr++] = *m; /* moves the object reference */
-			memset(m, 0, sizeof(*m));
-		} else {
-			mapping_fini(m);
-		}
-	}
-	free(old);
-	if (nr > 1)
-		qsort(maps, nr, sizeof(*maps), cmp_mapping);
-	img->maps = maps;
-	img->nr_maps = nr;
-	img->cap_maps = cap;
-	maps = NULL;
-	nr = 0;
-	img->incomplete = false;
-	for (i = 0; i < img->nr_maps; i++)
-		if (img->maps[i].kind != MAPPING_ANON && !img->maps[i].object)
-			img->incomplete = true;
+	err = install_maps(img, &l, window);
+	if (err)
+		goto cleanup;
 	img->captured_ns = now_mono_ns();
 	pt->stats.captures++;
 	if (pt->opts.captured)
 		pt->opts.captured(pt->opts.captured_ctx, img);
 
 cleanup:
-	for (i = 0; i < nr; i++)
-		mapping_fini(&maps[i]);
-	free(maps);
+	for (i = 0; i < l.nr; i++)
+		mapping_fini(&l.maps[i]);
+	free(l.maps);
 	free(text);
 	if (root_fd >= 0)
 		close(root_fd);

@@ -11,7 +11,6 @@
 #include "profile.h"
 #include "proctab.h"
 #include "targets.h"
-#include "unwinder.h"
 #include "window.h"
 
 #define MAX_INLINE_FRAMES 16
@@ -369,7 +368,7 @@ static int remember(struct build_ctx *c, struct stack_conv *conv)
 
 /*
  * Whether a frame-pointer step found the real caller of the frame at pc: not where the
- * object's unwind table says the function keeps no frame pointer (unwinder__fp_step_ok).
+ * object's unwind table says the function keeps no frame pointer (opts.fp_step_ok).
  * Such steps are whole walks by bpf_get_stack (--unwind fp, a process without tables) and
  * the steps the table unwinder took by frame pointer (FRAME_BY_FP: e.g. out of a
  * library whose table was not published for the process yet).
@@ -379,13 +378,13 @@ static bool fp_step_ok(struct build_ctx *c, struct proc_image *img, uint64_t pc)
 	const struct proc_mapping *pm;
 	uint64_t vaddr;
 
-	if (!c->wb->opts.unwinder || !img)
+	if (!c->wb->opts.fp_step_ok || !img)
 		return true;
 	pm = proctab__mapping(c->wb->opts.proctab, img, pc, c->seq, false);
 	if (!pm || !pm->object ||
 	    sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &vaddr))
 		return true;
-	return unwinder__fp_step_ok(c->wb->opts.unwinder, pm->object, vaddr);
+	return c->wb->opts.fp_step_ok(c->wb->opts.fp_step_ctx, pm->object, vaddr);
 }
 
 /*
@@ -534,34 +533,34 @@ static struct image_labels *labels_of(struct build_ctx *c, const struct proc_ima
 	return il;
 }
 
-static int add_one(struct build_ctx *c, const struct drained_window *dw,
-		   const struct drained_sample *k)
+/* A [truncated] placeholder at locs[*n], unless the stack already ends in one. */
+static int add_truncated(struct build_ctx *c, uint64_t *locs, uint32_t *n)
 {
-	struct proc_id id = { .tgid = k->tgid, .exec_id = k->exec_id, .start_time = k->start_time };
-	uint64_t locs[MAX_FRAMES];
-	struct profile_label labels[4 + MAX_IMAGE_LABELS];
-	struct image_labels *il;
-	uint32_t nr_labels = 4;
-	const struct drained_stack *ust, *kst;
-	struct stack_conv *uconv = NULL, *kconv = NULL;
-	struct proc_image *img = NULL;
-	char thread_name[COMM_LEN + 1];
-	const char *comm;
-	uint32_t n = 0, group = 0;
-	bool truncated = false;
-	int64_t str;
+	int64_t t = placeholder(c, TAG_TRUNCATED, 0);
+
+	if (t < 0)
+		return (int)t;
+	if (!*n || locs[*n - 1] != (uint64_t)t)
+		locs[(*n)++] = (uint64_t)t;
+	return 0;
+}
+
+/*
+ * The sample's locations, leaf first: its kernel stack, then its user stack, with the
+ * placeholders of DESIGN.md requirement 8. Sets *truncated when the stack ends in
+ * [truncated]. Returns the number of locations or -errno.
+ */
+static int sample_frames(struct build_ctx *c, const struct drained_window *dw,
+			 const struct drained_sample *k, struct proc_image *img, uint64_t *locs,
+			 bool *truncated)
+{
+	const struct drained_stack *kst = drained_window__stack(dw, &k->kernel_stack);
+	const struct drained_stack *ust = drained_window__stack(dw, &k->user_stack);
+	struct stack_conv *uconv = NULL, *kconv;
+	uint32_t n = 0;
 	int err = 0;
 
-	if (!(k->flags & SAMPLE_KTHREAD)) {
-		img = proctab__find(c->wb->opts.proctab, &id);
-		if (!img)
-			c->stats->no_image_samples += k->count;
-	} else {
-		c->stats->kthread_samples += k->count;
-	}
-
-	kst = drained_window__stack(dw, &k->kernel_stack);
-	ust = drained_window__stack(dw, &k->user_stack);
+	*truncated = false;
 	if (kst) {
 		kconv = convert(c, NULL, kst, true, &err);
 		if (!kconv)
@@ -575,7 +574,7 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 			if (t < 0)
 				return (int)t;
 			locs[n++] = (uint64_t)t;
-			truncated = true;
+			*truncated = true;
 		}
 	}
 	if (ust) {
@@ -584,9 +583,9 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 			return err;
 		memcpy(locs + n, uconv->locs, uconv->nr * sizeof(locs[0]));
 		n += uconv->nr;
-		if (uconv->flags & CONV_TRUNCATED)
-			truncated = true;
-		else if (!truncated && uconv->nr) {
+		if (uconv->flags & CONV_TRUNCATED) {
+			*truncated = true;
+		} else if (!*truncated && uconv->nr) {
 			const struct profile_location *outer =
 				profile__location(c->p, uconv->locs[uconv->nr - 1]);
 
@@ -594,29 +593,27 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 				c->stats->root_unknown_stacks += k->count;
 		}
 	}
-	/* A failed user walk, or a cut-off user stack: the root is missing. */
-	if ((k->flags & SAMPLE_USTACK_ERR) || (uconv && (uconv->flags & CONV_TRUNCATED))) {
-		int64_t t = placeholder(c, TAG_TRUNCATED, 0);
-
-		if (t < 0)
-			return (int)t;
-		if (n && locs[n - 1] != (uint64_t)t)
-			locs[n++] = (uint64_t)t;
-		else if (!n)
-			locs[n++] = (uint64_t)t;
-		truncated = true;
+	/* A failed user walk, or a cut-off user stack: the root is missing. No frame at all
+	 * (both walks empty): the CPU time stays, under [truncated]. */
+	if ((k->flags & SAMPLE_USTACK_ERR) || (uconv && (uconv->flags & CONV_TRUNCATED)) || !n) {
+		err = add_truncated(c, locs, &n);
+		if (err)
+			return err;
+		*truncated = true;
 	}
-	if (!n) {
-		/* No frame at all (both walks empty): keep the CPU time, under [truncated]. */
-		int64_t t = placeholder(c, TAG_TRUNCATED, 0);
+	return (int)n;
+}
 
-		if (t < 0)
-			return (int)t;
-		locs[n++] = (uint64_t)t;
-		truncated = true;
-	}
-	if (truncated)
-		c->stats->truncated_stacks += k->count;
+/* The sample's labels (pid, tid, comm, thread_name, then its image's) and its group (the
+ * server's target). Returns the number of labels or -errno. */
+static int sample_labels(struct build_ctx *c, const struct drained_sample *k,
+			 struct proc_image *img, struct profile_label *labels, uint32_t *group)
+{
+	char thread_name[COMM_LEN + 1];
+	const char *comm;
+	struct image_labels *il;
+	int64_t str;
+	int err = 0;
 
 	memcpy(thread_name, k->comm, COMM_LEN);
 	thread_name[COMM_LEN] = '\0';
@@ -631,15 +628,16 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 	if (str < 0)
 		return (int)str;
 	labels[3] = (struct profile_label){ .key = c->key_thread_name, .str = str };
-
+	*group = 0;
 	if (img) {
 		il = labels_of(c, img, &err);
 		if (!il)
 			return err;
 		memcpy(labels + 4, il->l, il->nr * sizeof(il->l[0]));
-		nr_labels += il->nr;
-		group = il->target;
-	} else if (c->wb->opts.targets) {
+		*group = il->target;
+		return 4 + (int)il->nr;
+	}
+	if (c->wb->opts.targets) {
 		/* A kernel thread, or a process never captured: named by its comm. */
 		struct target_process tp = {
 			.comm = thread_name,
@@ -649,10 +647,39 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 
 		if (target < 0)
 			return (int)target;
-		group = (uint32_t)target;
+		*group = (uint32_t)target;
 	}
+	return 4;
+}
 
-	err = profile__add_group_sample(c->p, group, locs, n, labels, nr_labels, k->count);
+static int add_one(struct build_ctx *c, const struct drained_window *dw,
+		   const struct drained_sample *k)
+{
+	struct proc_id id = { .tgid = k->tgid, .exec_id = k->exec_id, .start_time = k->start_time };
+	struct profile_label labels[4 + MAX_IMAGE_LABELS];
+	uint64_t locs[MAX_FRAMES];
+	struct proc_image *img = NULL;
+	int n, nr_labels, err;
+	uint32_t group = 0;
+	bool truncated;
+
+	if (!(k->flags & SAMPLE_KTHREAD)) {
+		img = proctab__find(c->wb->opts.proctab, &id);
+		if (!img)
+			c->stats->no_image_samples += k->count;
+	} else {
+		c->stats->kthread_samples += k->count;
+	}
+	n = sample_frames(c, dw, k, img, locs, &truncated);
+	if (n < 0)
+		return n;
+	if (truncated)
+		c->stats->truncated_stacks += k->count;
+	nr_labels = sample_labels(c, k, img, labels, &group);
+	if (nr_labels < 0)
+		return nr_labels;
+	err = profile__add_group_sample(c->p, group, locs, (uint32_t)n, labels, (uint32_t)nr_labels,
+					k->count);
 	if (err)
 		return err;
 	c->stats->samples += k->count;

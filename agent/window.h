@@ -51,17 +51,23 @@ struct window_stats {
 	uint64_t dropped_profile_cap; /* samples lost to a profile cap (counted, logged) */
 };
 
+struct sym_object;
 struct window_builder;
-struct unwinder;
+
+/* Could the caller of the frame at ELF address vaddr of obj be found through the frame
+ * pointer? (unwinder__fp_step_ok(): false where the object's unwind table says the function
+ * keeps none there.) */
+typedef bool (*window_fp_step_fn)(void *ctx, const struct sym_object *obj, uint64_t vaddr);
 
 struct window_builder_opts {
 	struct proctab *proctab;
 	struct symbolizer *symbolizer;
-	bool kernel_symbols;	     /* kallsyms was loaded and shows addresses */
-	const char *kernel_build_id; /* hex, or NULL */
-	struct kube *kube;	     /* Kubernetes names, or NULL */
-	struct targets *targets;     /* group samples by target (a server's series), or NULL */
-	struct unwinder *unwinder;   /* checks frame-pointer walks against unwind tables, or NULL */
+	bool kernel_symbols;	      /* kallsyms was loaded and shows addresses */
+	const char *kernel_build_id;  /* hex, or NULL */
+	struct kube *kube;	      /* Kubernetes names, or NULL */
+	struct targets *targets;      /* group samples by target (a server's series), or NULL */
+	window_fp_step_fn fp_step_ok; /* checks frame-pointer walks, or NULL (no check) */
+	void *fp_step_ctx;
 };
 
 struct window_builder *window_builder__new(const struct window_builder_opts *opts);

@@ -246,9 +246,9 @@ unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o 
 			  agent/util.o agent/targets.o agent/profile.o agent/hashmap.o
 unit_deps_test_procfs := agent/procfs.o agent/util.o
 unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o agent/metadata.o \
-			  agent/log.o agent/window.o agent/profile.o agent/samples.o agent/stats.o \
-			  agent/kubernetes.o agent/http.o agent/targets.o agent/unwinder.o \
-			  libsymbolizer.a
+			  agent/log.o libsymbolizer.a
+unit_deps_test_window := agent/window.o agent/samples.o agent/profile.o agent/targets.o \
+			 agent/kubernetes.o agent/http.o $(unit_deps_test_proctab)
 unit_deps_test_metadata := agent/metadata.o
 unit_deps_test_kubernetes := agent/kubernetes.o agent/http.o agent/hashmap.o agent/log.o \
 			     agent/util.o
@@ -260,7 +260,10 @@ unit_deps_test_upload := agent/uploader.o agent/spool.o agent/pyroscope.o agent/
 			 agent/push.pb-c.o
 unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
 unit_deps_test_cpulist := agent/sampler.o agent/log.o
-unit_deps_test_stats := agent/stats.o agent/metrics.o agent/log.o agent/util.o
+unit_deps_test_drain := agent/drain.o agent/samples.o agent/stats.o agent/hashmap.o agent/util.o \
+			agent/log.o agent/sampler.o
+unit_deps_test_stats := agent/stats.o
+unit_deps_test_metrics := agent/metrics.o agent/stats.o agent/log.o agent/util.o
 
 $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
 	$(call msg,LINK,$@)

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The drain's conversions (drain_internal.h): BPF's records to the agent's plain data. The
+ * map reading itself needs a kernel; the integration tests cover it.
+ */
+#include <linux/types.h>
+
+#include "unit.h"
+
+#include "../../agent/drain_internal.h"
+#include "../../bpf/profiler.h"
+
+static void test_sample_of(void **state)
+{
+	struct ignis_sample_key k;
+	struct drained_sample s;
+
+	(void)state;
+	memset(&k, 0, sizeof(k));
+	k.tgid = 4242;
+	k.pid = 4243;
+	k.start_time = 123456789012ULL;
+	k.exec_id = 7;
+	k.flags = SAMPLE_F_KTHREAD | SAMPLE_F_KSTACK_ERR;
+	k.user_stack = (struct ignis_stack_id){ .lo = 1, .hi = 2 };
+	k.kernel_stack = (struct ignis_stack_id){ .lo = 3, .hi = 4 };
+	memset(k.comm, 'x', sizeof(k.comm)); /* a full comm, no NUL: kept, terminated */
+	drain_sample_of(&k, 99, &s);
+	assert_int_equal(s.tgid, 4242);
+	assert_int_equal(s.pid, 4243);
+	assert_int_equal(s.start_time, 123456789012ULL);
+	assert_int_equal(s.exec_id, 7);
+	assert_int_equal(s.flags, SAMPLE_KTHREAD | SAMPLE_KSTACK_ERR);
+	assert_int_equal(s.user_stack.lo, 1);
+	assert_int_equal(s.user_stack.hi, 2);
+	assert_int_equal(s.kernel_stack.lo, 3);
+	assert_int_equal(s.kernel_stack.hi, 4);
+	assert_int_equal(s.count, 99);
+	assert_int_equal(strlen(s.comm), COMM_LEN - 1);
+}
+
+/* Every BPF counter lands in the table's row of the same name. */
+static void test_counters_of(void **state)
+{
+	uint64_t stats[STAT_NR];
+	struct counters c;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < STAT_NR; i++)
+		stats[i] = 1000 + i;
+	memset(&c, 0xff, sizeof(c));
+	drain_counters_of(stats, &c);
+	assert_int_equal(c.v[CNT_SAMPLES], 1000 + STAT_SAMPLES);
+	assert_int_equal(c.v[CNT_IDLE], 1000 + STAT_IDLE);
+	assert_int_equal(c.v[CNT_DROP_COUNTS_FULL], 1000 + STAT_DROP_COUNTS_FULL);
+	assert_int_equal(c.v[CNT_UNWIND_EXE_ONLY], 1000 + STAT_UNWIND_EXE_ONLY);
+	for (i = 0; i < CNT_NR; i++)
+		if (stat_defs[i].bpf)
+			assert_true(c.v[i] >= 1000 && c.v[i] < 1000 + STAT_NR);
+		else
+			assert_int_equal(c.v[i], UINT64_MAX); /* agent rows untouched */
+}
+
+/* Stacks: trimmed to the depth limit; a second stack under one id is ignored. */
+static void test_stacks(void **state)
+{
+	uint64_t ips[STACK_MAX_DEPTH + 5];
+	struct stack_id id = { .lo = 5, .hi = 6 }, none = { 0 };
+	const struct drained_stack *st;
+	struct drained_window w;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(ips) / sizeof(ips[0]); i++)
+		ips[i] = 0x400000 + i;
+	drained_window__init(&w);
+	assert_int_equal(drained_window__add_stack(&w, &id, STACK_TABLES, ips,
+						   STACK_MAX_DEPTH + 5), 0);
+	assert_int_equal(drained_window__add_stack(&w, &id, 0, ips + 1, 3), 0);
+	st = drained_window__stack(&w, &id);
+	assert_non_null(st);
+	assert_int_equal(st->len, STACK_MAX_DEPTH);
+	assert_int_equal(st->flags, STACK_TABLES);
+	assert_int_equal(st->ips[0], 0x400000);
+	assert_int_equal(w.nr_stack_frames, STACK_MAX_DEPTH);
+	assert_null(drained_window__stack(&w, &none));
+	drained_window__fini(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sample_of),
+		cmocka_unit_test(test_counters_of),
+		cmocka_unit_test(test_stacks),
+	};
+
+	return cmocka_run_group_tests_name("drain", tests, NULL, NULL);
+}

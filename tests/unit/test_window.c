@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The window builder: synthetic drained samples (samples.h) of a process in a fake /proc
+ * (fake_proc.h) turned into a profile: locations, placeholders, labels, flags of the table
+ * unwinder's stacks, and the window's figures.
+ */
+#include <errno.h>
+
+#include "fake_proc.h"
+
+#include "../../agent/profile.h"
+#include "../../agent/window.h"
+
+static void add_stack_flags(struct drained_window *w, uint64_t id, const uint64_t *ips,
+			    uint32_t n, uint32_t flags)
+{
+	struct stack_id sid = { .lo = id, .hi = ~id };
+
+	assert_int_equal(drained_window__add_stack(w, &sid, flags, ips, n), 0);
+}
+
+static void add_stack(struct drained_window *w, uint64_t id, const uint64_t *ips, uint32_t n)
+{
+	add_stack_flags(w, id, ips, n, 0);
+}
+
+static void add_sample(struct drained_window *w, uint32_t tid, uint64_t ustack,
+		       uint64_t kstack, uint32_t flags, const char *comm, uint64_t count)
+{
+	struct drained_sample k = { .tgid = PID, .pid = tid, .start_time = START_NS,
+				    .exec_id = 1, .flags = flags, .count = count };
+
+	if (ustack)
+		k.user_stack = (struct stack_id){ .lo = ustack, .hi = ~ustack };
+	if (kstack)
+		k.kernel_stack = (struct stack_id){ .lo = kstack, .hi = ~kstack };
+
+	snprintf(k.comm, sizeof(k.comm), "%s", comm);
+	assert_int_equal(drained_window__add_sample(w, &k), 0);
+}
+
+static const char *loc_name(const struct profile *p, uint64_t id)
+{
+	const struct profile_location *l = profile__location(p, id);
+
+	if (!l || !l->nr_lines)
+		return NULL;
+	return profile__str(p, profile__function_by_id(p, p->lines[l->first_line].function_id)->name);
+}
+
+static void test_window_builder(void **state)
+{
+	struct fake *f = *state;
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
+	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
+	struct window_stats ws = { 0 };
+	struct drained_window w;
+	struct window_builder *wb;
+	struct profile *p;
+	const struct profile_sample *s;
+	const struct profile_location *l;
+	const struct profile_mapping *m;
+	/* Leaf in fx_exported_first, called from fx_exported_second (return address inside it);
+	 * then a return address in no mapping: a broken frame-pointer chain. */
+	uint64_t good[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
+	uint64_t broken[3] = { LIB_BASE + f->first.addr + 2, LIB_BASE + f->second.addr + 4,
+			       0x1234 };
+	uint64_t unmapped[1] = { 0x5000 };
+	uint64_t kernel[2] = { 0xffffffff81003010ULL, 0xffffffff81000100ULL };
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	wb = window_builder__new(&wo);
+	drained_window__init(&w);
+	add_stack(&w, 11, good, 2);
+	add_stack(&w, 12, broken, 3);
+	add_stack(&w, 13, unmapped, 1);
+	add_stack(&w, 14, kernel, 2);
+	add_sample(&w, PID, 11, 0, 0, "main", 5);
+	add_sample(&w, PID + 1, 11, 14, 0, "worker", 3);
+	add_sample(&w, PID + 2, 12, 0, 0, "main", 2);
+	add_sample(&w, PID, 13, 0, 0, "main", 1);
+	add_sample(&w, 77, 0, 14, SAMPLE_KTHREAD, "kworker/0:1", 4);
+
+	p = profile__new(&po);
+	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	assert_int_equal(ws.samples, 15);
+	assert_int_equal(p->total_count, 15);
+	assert_int_equal(ws.kthread_samples, 4);
+	assert_int_equal(ws.no_image_samples, 0);
+	assert_int_equal(ws.unknown_frames, 1);
+	assert_int_equal(ws.broken_chains, 1);
+	assert_int_equal(ws.truncated_stacks, 10);	/* 5 + 3 + 2 */
+	assert_int_equal(p->nr_samples, 5);
+
+	/* Sample 0: fx_exported_first <- fx_exported_second, ELF addresses, one mapping. Its
+	 * outermost frame is named but starts no thread: the chain broke, [truncated]. */
+	s = &p->samples[0];
+	assert_int_equal(s->nr_locations, 3);
+	assert_string_equal(loc_name(p, s->locations[0]), "fx_exported_first");
+	assert_string_equal(loc_name(p, s->locations[1]), "fx_exported_second");
+	assert_string_equal(loc_name(p, s->locations[2]), "[truncated]");
+	l = profile__location(p, s->locations[0]);
+	assert_int_equal(l->address, f->first.addr + 1);		/* the leaf as is */
+	assert_int_equal(profile__location(p, s->locations[1])->address, f->second.addr + 3);
+	m = &p->mappings[l->mapping_id - 1];
+	assert_string_equal(profile__str(p, m->filename), LIB_PATH);
+	assert_int_equal(m->memory_start, 0);
+	assert_int_equal(m->memory_limit, UINT64_MAX);
+	assert_true(profile__str(p, m->build_id)[0] != '\0');
+	assert_int_equal(s->values[0], 5);
+	assert_int_equal(s->nr_labels, 4);
+	assert_int_equal(s->labels[0].num, PID);
+	assert_string_equal(profile__str(p, s->labels[2].str), "fake app");
+	assert_string_equal(profile__str(p, s->labels[3].str), "main");
+
+	/* Sample 1: kernel frames leafward, unnamed (no kallsyms), then the user frames. */
+	s = &p->samples[1];
+	assert_int_equal(s->nr_locations, 5);
+	l = profile__location(p, s->locations[0]);
+	assert_int_equal(l->nr_lines, 0);
+	assert_string_equal(profile__str(p, p->mappings[l->mapping_id - 1].filename),
+			    "[kernel.kallsyms]");
+	assert_int_equal(l->address, kernel[0]);
+	assert_int_equal(profile__location(p, s->locations[1])->address, kernel[1] - 1);
+	assert_string_equal(loc_name(p, s->locations[2]), "fx_exported_first");
+	assert_string_equal(profile__str(p, s->labels[3].str), "worker");
+
+	/* Sample 2: cut at the broken link, [truncated] at the root end. */
+	s = &p->samples[2];
+	assert_int_equal(s->nr_locations, 3);
+	assert_string_equal(loc_name(p, s->locations[1]), "fx_exported_second");
+	assert_string_equal(loc_name(p, s->locations[2]), "[truncated]");
+	assert_int_equal(profile__location(p, s->locations[2])->mapping_id, 0);
+
+	/* Sample 3: a leaf in no mapping is [unknown] and keeps its address. */
+	s = &p->samples[3];
+	assert_int_equal(s->nr_locations, 1);
+	assert_string_equal(loc_name(p, s->locations[0]), "[unknown]");
+	assert_int_equal(profile__location(p, s->locations[0])->address, 0x5000);
+
+	/* Sample 4: a kernel thread, kernel frames only. */
+	s = &p->samples[4];
+	assert_int_equal(s->nr_locations, 2);
+	assert_string_equal(profile__str(p, s->labels[2].str), "kworker/0:1");
+
+	profile__free(p);
+	drained_window__fini(&w);
+	window_builder__free(wb);
+}
+
+/*
+ * Stacks from the table unwinder say how they ended: complete (an outermost frame per CFI)
+ * needs no root-function check; truncated gets [truncated] even with a root-looking end; a
+ * frame marked exact (the pc a signal interrupted) and the signal trampoline before it are
+ * looked up as they are, not as return addresses.
+ */
+static void test_window_table_stacks(void **state)
+{
+	struct fake *f = *state;
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
+	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
+	struct window_stats ws = { 0 };
+	struct drained_window w;
+	struct window_builder *wb;
+	struct profile *p;
+	uint64_t ips[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
+	uint64_t exact[3] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr,
+			      (LIB_BASE + f->second.addr + 2) | FRAME_EXACT };
+	/* A caller the unwinder reached by frame pointer: marked, looked up as any other. */
+	uint64_t by_fp[2] = { LIB_BASE + f->first.addr + 1,
+			      (LIB_BASE + f->second.addr + 4) | FRAME_BY_FP };
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	wb = window_builder__new(&wo);
+	drained_window__init(&w);
+	add_stack_flags(&w, 31, ips, 2, STACK_TABLES | STACK_COMPLETE);
+	add_stack_flags(&w, 32, ips, 2, STACK_TABLES | STACK_TRUNCATED);
+	add_stack_flags(&w, 33, exact, 3, STACK_TABLES | STACK_COMPLETE);
+	add_sample(&w, PID, 31, 0, 0, "main", 2);
+	add_sample(&w, PID + 1, 32, 0, 0, "main", 3);
+	add_stack_flags(&w, 34, by_fp, 2, STACK_TABLES | STACK_COMPLETE);
+	add_sample(&w, PID + 2, 33, 0, 0, "main", 1);
+	add_sample(&w, PID + 3, 34, 0, 0, "main", 1);
+	p = profile__new(&po);
+	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	assert_int_equal(ws.truncated_stacks, 3);
+	assert_int_equal(p->nr_samples, 4);
+	/* Complete: fx_exported_second starts no thread, yet no [truncated]. */
+	assert_int_equal(p->samples[0].nr_locations, 2);
+	assert_string_equal(loc_name(p, p->samples[0].locations[1]), "fx_exported_second");
+	/* Truncated by the unwinder. */
+	assert_int_equal(p->samples[1].nr_locations, 3);
+	assert_string_equal(loc_name(p, p->samples[1].locations[2]), "[truncated]");
+	/* The trampoline at the start of fx_exported_second and the interrupted pc: exact
+	 * addresses; as return addresses the first would fall before the function. */
+	assert_int_equal(p->samples[2].nr_locations, 3);
+	assert_int_equal(profile__location(p, p->samples[2].locations[1])->address,
+			 f->second.addr);
+	assert_string_equal(loc_name(p, p->samples[2].locations[1]), "fx_exported_second");
+	assert_int_equal(profile__location(p, p->samples[2].locations[2])->address,
+			 f->second.addr + 2);
+	/* The mark is not part of the address (no table to check the step against here). */
+	assert_int_equal(p->samples[3].nr_locations, 2);
+	assert_int_equal(profile__location(p, p->samples[3].locations[1])->address,
+			 f->second.addr + 3);
+	assert_string_equal(loc_name(p, p->samples[3].locations[1]), "fx_exported_second");
+	profile__free(p);
+	drained_window__fini(&w);
+	window_builder__free(wb);
+}
+
+/* A stand-in for the unwinder's check: the step out of fx_exported_first is not to be trusted
+ * (as when its table says it keeps no frame pointer); every other step is. */
+struct fp_check {
+	uint64_t bad_vaddr_lo, bad_vaddr_hi; /* [lo, hi): fx_exported_first */
+	int calls;
+};
+
+static bool fake_fp_step_ok(void *ctx, const struct sym_object *obj, uint64_t vaddr)
+{
+	struct fp_check *fc = ctx;
+
+	assert_non_null(obj);
+	fc->calls++;
+	return vaddr < fc->bad_vaddr_lo || vaddr >= fc->bad_vaddr_hi;
+}
+
+/*
+ * Frame-pointer steps are checked against the unwind tables (opts.fp_step_ok): a whole
+ * frame-pointer walk is cut, [truncated], after the first frame whose step cannot be trusted;
+ * so is a table-unwound stack at a caller marked FRAME_BY_FP. A step the check accepts
+ * keeps the whole stack.
+ */
+static void test_window_fp_steps_checked(void **state)
+{
+	struct fake *f = *state;
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	struct fp_check fc = { .bad_vaddr_lo = f->first.addr,
+			       .bad_vaddr_hi = f->first.addr + (f->first.size ? f->first.size : 1) };
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym,
+					  .fp_step_ok = fake_fp_step_ok, .fp_step_ctx = &fc };
+	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
+	struct window_stats ws = { 0 };
+	struct drained_window w;
+	struct window_builder *wb;
+	struct profile *p;
+	/* Leaf in fx_exported_first (its step is bad), caller fx_exported_second. */
+	uint64_t bad[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
+	/* Leaf in fx_exported_second (its step is good), caller fx_exported_first. */
+	uint64_t good[2] = { LIB_BASE + f->second.addr + 1, LIB_BASE + f->first.addr + 4 };
+	uint64_t tables_bad[2] = { LIB_BASE + f->first.addr + 1,
+				   (LIB_BASE + f->second.addr + 4) | FRAME_BY_FP };
+	uint64_t tables_unmarked[2] = { LIB_BASE + f->first.addr + 1,
+					LIB_BASE + f->second.addr + 4 };
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	wb = window_builder__new(&wo);
+	drained_window__init(&w);
+	add_stack_flags(&w, 41, bad, 2, 0);
+	add_stack_flags(&w, 42, good, 2, 0);
+	add_stack_flags(&w, 43, tables_bad, 2, STACK_TABLES | STACK_COMPLETE);
+	add_stack_flags(&w, 44, tables_unmarked, 2, STACK_TABLES | STACK_COMPLETE);
+	add_sample(&w, PID, 41, 0, 0, "main", 1);
+	add_sample(&w, PID + 1, 42, 0, 0, "main", 1);
+	add_sample(&w, PID + 2, 43, 0, 0, "main", 1);
+	add_sample(&w, PID + 3, 44, 0, 0, "main", 1);
+	p = profile__new(&po);
+	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	assert_int_equal(p->nr_samples, 4);
+	assert_int_equal(ws.fp_walks_cut, 2);
+	/* Cut after the leaf: the leaf, then [truncated] where a made-up caller would be. */
+	assert_int_equal(p->samples[0].nr_locations, 2);
+	assert_string_equal(loc_name(p, p->samples[0].locations[0]), "fx_exported_first");
+	assert_string_equal(loc_name(p, p->samples[0].locations[1]), "[truncated]");
+	/* A trusted step keeps its caller. */
+	assert_string_equal(loc_name(p, p->samples[1].locations[1]), "fx_exported_first");
+	/* A table-unwound stack is checked only where the unwinder took a frame pointer. */
+	assert_int_equal(p->samples[2].nr_locations, 2);
+	assert_string_equal(loc_name(p, p->samples[2].locations[1]), "[truncated]");
+	assert_int_equal(p->samples[3].nr_locations, 2);
+	assert_string_equal(loc_name(p, p->samples[3].locations[1]), "fx_exported_second");
+	assert_true(fc.calls >= 3);
+	profile__free(p);
+	drained_window__fini(&w);
+	window_builder__free(wb);
+}
+
+/* Samples of a process never captured keep their time under [unknown] frames. */
+static void test_window_without_image(void **state)
+{
+	struct fake *f = *state;
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
+	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
+	struct window_stats ws = { 0 };
+	struct drained_window w;
+	struct window_builder *wb = window_builder__new(&wo);
+	struct profile *p = profile__new(&po);
+	uint64_t ips[2] = { LIB_BASE + f->first.addr, LIB_BASE + f->second.addr + 4 };
+
+	drained_window__init(&w);
+	add_stack(&w, 21, ips, 2);
+	add_sample(&w, PID, 21, 0, SAMPLE_USTACK_ERR, "main", 6);
+	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	assert_int_equal(ws.no_image_samples, 6);
+	assert_int_equal(p->samples[0].nr_locations, 3);
+	assert_string_equal(loc_name(p, p->samples[0].locations[0]), "[unknown]");
+	assert_string_equal(loc_name(p, p->samples[0].locations[2]), "[truncated]");
+	/* Without an image the thread's comm names the process. */
+	assert_string_equal(profile__str(p, p->samples[0].labels[2].str), "main");
+	profile__free(p);
+	drained_window__fini(&w);
+	window_builder__free(wb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_window_builder, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_table_stacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_without_image, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_fp_steps_checked, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("window", tests, NULL, NULL);
+}

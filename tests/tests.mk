@@ -259,6 +259,7 @@ unit_deps_test_upload := agent/uploader.o agent/spool.o agent/pyroscope.o agent/
 			 agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/push.pb-c.o
 unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
 unit_deps_test_cpulist := agent/sampler.o agent/log.o
+unit_deps_test_unwind_step := # bpf/unwind.bpf.h, compiled natively: nothing to link
 
 $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
 	$(call msg,LINK,$@)

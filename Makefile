@@ -79,7 +79,8 @@ endif
 SYMBOLIZER_SRCS := $(wildcard symbolizer/*.c)
 AGENT_LIB_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c))
 AGENT_SRCS := $(AGENT_LIB_SRCS) agent/main.c
-BPF_SRCS := bpf/profiler.bpf.c
+# One BPF object from every bpf/*.bpf.c, maps.bpf.c (the maps' definitions) first.
+BPF_SRCS := bpf/maps.bpf.c $(filter-out bpf/maps.bpf.c,$(sort $(wildcard bpf/*.bpf.c)))
 
 SYMBOLIZER_OBJS := $(SYMBOLIZER_SRCS:%.c=$(BUILD)/%.o)
 PROTOS := profile push
@@ -127,13 +128,18 @@ $(BUILD)/agent/%.pb-c.o: $(BUILD)/agent/%.pb-c.c
 # The skeleton is included by the sampler only.
 $(BUILD)/agent/sampler.o $(BUILD)/san/agent/sampler.o: $(SKEL)
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h vmlinux/$(ARCH)/vmlinux.h
+# Each program file is compiled on its own; bpftool's static linker joins them into one object
+# (resolving the extern maps and globals of bpf/maps.bpf.h to their one definition), in
+# BPF_SRCS order, for one skeleton.
+$(BUILD)/bpf/%.tmp.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CFLAGS) $(BPF_EXTRA_CFLAGS) -c $< -o $(@:.o=.tmp.o)
-	$(Q)$(BPFTOOL) gen object $@ $(@:.o=.tmp.o)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(BPF_EXTRA_CFLAGS) -c $< -o $@
+
+$(BUILD)/bpf/profiler.bpf.o: $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.tmp.o)
+	$(call msg,BPF-LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
 	$(Q)$(LLVM_STRIP) -g $@
-	$(Q)rm -f $(@:.o=.tmp.o)
 
 $(SKEL): $(BUILD)/bpf/profiler.bpf.o
 	$(call msg,GEN-SKEL,$@)

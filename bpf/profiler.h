@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The contract between the BPF programs (bpf/profiler.bpf.c) and the agent.
+ * The contract between the BPF programs and the agent. The programs are bpf/sampler.bpf.c
+ * (ignis_sample, ignis_exec, ignis_exit) and bpf/unwind.bpf.c (ignis_unwind), linked into one
+ * object with the maps, `cfg` and `gen` of bpf/maps.bpf.c (declared for the programs in
+ * bpf/maps.bpf.h); the agent sees them through one skeleton, build/profiler.skel.h.
  *
  * This header includes nothing but bpf/stats.h (the counters' rows, macros only): the BPF side
  * includes vmlinux.h first, userspace <linux/types.h>. Every struct has fixed-width fields, explicit padding and a size check,
  * because hash-map keys are compared byte for byte and both sides must agree on the layout.
  *
- * Map layout (all sized by the agent before load; see agent/sampler.c):
+ * Map layout (defined in bpf/maps.bpf.c, all sized by the agent before load; see
+ * agent/sampler.c):
  *
  *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_stack_id -> struct ignis_stack
  *   counts_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_sample_key -> __u64 sample count

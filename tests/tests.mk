@@ -264,6 +264,7 @@ unit_deps_test_drain := agent/drain.o agent/samples.o agent/stats.o agent/hashma
 			agent/log.o agent/sampler.o
 unit_deps_test_stats := agent/stats.o
 unit_deps_test_metrics := agent/metrics.o agent/stats.o agent/log.o agent/util.o
+unit_deps_test_unwind_step := # bpf/unwind.bpf.h, compiled natively: nothing to link
 
 $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
 	$(call msg,LINK,$@)

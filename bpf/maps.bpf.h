@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * What every BPF program of ignis shares: the maps, the read-only configuration, the
+ * generation, the per-CPU working state, and the helpers that count, store a stack and
+ * record a sample. Included by each program file (bpf/sampler.bpf.c, bpf/unwind.bpf.c, and
+ * the Python walker and off-CPU programs to come).
+ *
+ * One BPF object: each *.bpf.c is compiled on its own and bpftool's static linker joins them
+ * (`bpftool gen object`, see the Makefile), so one skeleton serves the agent. Every map, `cfg`
+ * and `gen` is defined once, in bpf/maps.bpf.c; here they are declared `extern` with the same
+ * named map types, which the linker checks against the definition and resolves to it. The map
+ * layout and the generation flip are described in bpf/profiler.h.
+ *
+ * Also defines, over these maps, the four functions through which the unwinder's logic
+ * (bpf/unwind.bpf.h) reaches the world.
+ */
+#ifndef IGNIS_BPF_MAPS_BPF_H
+#define IGNIS_BPF_MAPS_BPF_H
+
+#include "profiler.h"
+#include "stack.bpf.h"
+#include "unwind.bpf.h"
+
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
+/* Read-only configuration, set by the agent between open and load (skel->rodata->cfg). */
+extern const volatile struct ignis_config cfg;
+
+/* The generation the sampler writes; flipped by the agent (agent/sampler.c). */
+extern __u32 gen;
+
+/* ---- Map types: one definition each, for the declarations here and the definitions in
+ * bpf/maps.bpf.c. The agent sizes every map marked so before load. */
+
+/* Inner map templates of the generations (sized by the agent). */
+struct stacks_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct ignis_stack_id);
+	__type(value, struct ignis_stack);
+};
+
+struct counts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct ignis_sample_key);
+	__type(value, __u64);
+};
+
+struct stacks_gen_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, IGNIS_NR_GENS);
+	__type(key, __u32);
+	__array(values, struct stacks_map);
+};
+
+struct counts_gen_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, IGNIS_NR_GENS);
+	__type(key, __u32);
+	__array(values, struct counts_map);
+};
+
+struct stats_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IGNIS_NR_GENS *STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+struct procs_map {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct ignis_proc_state);
+};
+
+struct pid_filter_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the agent (--pid) */
+	__type(key, __u32);
+	__type(value, __u8);
+};
+
+struct events_map {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+};
+
+struct unwind_rows_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by the agent (--unwind-table-size) */
+	__type(key, __u32);
+	__type(value, struct ignis_unwind_row);
+};
+
+struct unwind_maps_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* sized by the agent */
+	__type(key, __u32);
+	__type(value, struct ignis_unwind_mapping);
+};
+
+struct unwind_procs_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the agent */
+	__type(key, __u32);
+	__type(value, struct ignis_unwind_proc);
+};
+
+struct unwind_exes_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the agent */
+	__type(key, struct ignis_unwind_exe_key);
+	__type(value, struct ignis_unwind_exe);
+};
+
+/* Filled by the agent after load (a program it did not load leaves its slot empty). */
+struct progs_map {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+};
+
+/*
+ * Per-CPU working state, one lookup per sample: room for one stack walk (too large for the
+ * 512-byte BPF stack), the table unwinder's state, and the process image this CPU last
+ * found announced and unchanged, so that consecutive samples of one process skip the procs
+ * lookup.
+ */
+struct cpu_state {
+	struct ignis_stack stack;
+	struct uw_state uw;
+	__u64 last_start_time;
+	__u64 last_exec_vm;
+	__u32 last_tgid;
+	__u32 last_exec_id;
+};
+
+struct cpu_states_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_state);
+};
+
+/*
+ * ---- The maps programs use (the generations' inner maps and gen_sync only in maps.bpf.c).
+ *
+ * stacks_gen and counts_gen are declared without SEC(".maps"). For a map that several
+ * objects name, bpftool's static linker (libbpf 1.1; its current linker.c alike) recomputes
+ * the map's size in BTF from its type, which for a map-in-map with a .values initializer
+ * leaves out the initial slots; libbpf then refuses the object ("cannot find map
+ * 'stacks_0'"). Clang puts an unannotated extern in BTF's .extern section, which the linker
+ * resolves without resizing; it still checks the declaration against the definition, which
+ * needs the inner maps' key and value types complete in the file's BTF, where clang puts only
+ * a forward declaration of a struct reached through a pointer. struct cpu_state contains
+ * them, so a file that uses cpu_states as well links; one that does not fails to link with
+ * "map 'stacks_gen.inner': can't determine key size".
+ */
+extern struct stacks_gen_map stacks_gen;
+extern struct counts_gen_map counts_gen;
+extern struct stats_map stats SEC(".maps");
+extern struct procs_map procs SEC(".maps");
+extern struct pid_filter_map pid_filter SEC(".maps");
+extern struct events_map events SEC(".maps");
+extern struct unwind_rows_map unwind_rows SEC(".maps");
+extern struct unwind_maps_map unwind_maps SEC(".maps");
+extern struct unwind_procs_map unwind_procs SEC(".maps");
+extern struct unwind_exes_map unwind_exes SEC(".maps");
+extern struct progs_map progs SEC(".maps");
+extern struct cpu_states_map cpu_states SEC(".maps");
+
+/* ---- Helpers --------------------------------------------------------------------------------- */
+
+static __always_inline void stat_inc(__u32 g, enum ignis_stat stat)
+{
+	__u32 idx = g * STAT_NR + stat;
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	/* Atomic: a sample can interrupt a tracepoint program on the same CPU. */
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline __u32 read_gen(void)
+{
+	return *(volatile __u32 *)&gen & 1;
+}
+
+/*
+ * Store the stack under its id in the generation's stacks map. Returns 0, or -1 after
+ * counting why it could not be stored.
+ */
+static __always_inline int store_stack(__u32 g, void *stacks, struct ignis_stack *st,
+				       struct ignis_stack_id *id)
+{
+	long err;
+
+	stack_hash128(st->ips, st->len, st->flags, id);
+	if (bpf_map_lookup_elem(stacks, id))
+		return 0;
+	err = bpf_map_update_elem(stacks, id, st, BPF_NOEXIST);
+	if (!err || err == -EEXIST) /* -EEXIST: another CPU stored it meanwhile */
+		return 0;
+	stat_inc(g, STAT_DROP_STACKS_FULL);
+	id->lo = id->hi = 0;
+	return -1;
+}
+
+/* Count the sample under its key in the generation's counts map. */
+static __always_inline void record(__u32 g, void *counts, struct ignis_sample_key *key)
+{
+	__u64 *count, one = 1;
+	long err;
+
+	count = bpf_map_lookup_elem(counts, key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+		return;
+	}
+	err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		count = bpf_map_lookup_elem(counts, key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+	} else if (err) {
+		stat_inc(g, STAT_DROP_COUNTS_FULL);
+	}
+}
+
+/* The unwinder's world (bpf/unwind.bpf.h): its maps and the user's memory. */
+static __always_inline const struct ignis_unwind_mapping *lookup_mapping(__u32 idx)
+{
+	return bpf_map_lookup_elem(&unwind_maps, &idx);
+}
+
+static __always_inline const struct ignis_unwind_row *lookup_row(__u32 idx)
+{
+	return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+static __always_inline long read_user(void *dst, __u32 size, __u64 addr)
+{
+	return bpf_probe_read_user(dst, size, (const void *)addr);
+}
+
+#endif /* IGNIS_BPF_MAPS_BPF_H */

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * ignis table unwinder: a perf_event program the sampler tail-calls (through `progs`) for a
+ * user stack of a process with unwind tables. It unwinds UNWIND_FRAMES_PER_RUN frames per
+ * run with the logic of bpf/unwind.bpf.h and tail-calls itself for more, up to
+ * IGNIS_MAX_STACK_DEPTH frames; then it stores the stack and counts the sample, as the
+ * sampler does for every other sample. Its state is in the CPU's cpu_states entry, which
+ * the sampler filled (bpf/sampler.bpf.c, start_unwind()). The tables and mappings are
+ * described in bpf/profiler.h.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "maps.bpf.h"
+
+/* Global functions, so the verifier checks each once, not at every frame of the walk. */
+__noinline int unwind_find_mapping(__u32 start, __u32 n, __u64 pc)
+{
+	return find_mapping(start, n, pc);
+}
+
+__noinline int unwind_find_row(__u32 start, __u32 n, __u32 rel)
+{
+	return find_row(start, n, rel);
+}
+
+/* Store the unwound user stack and count the sample: the end of every table walk. */
+static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
+{
+	struct uw_state *uw = &cs->uw;
+	__u32 g = uw->gen;
+	void *stacks = bpf_map_lookup_elem(&stacks_gen, &g);
+	void *counts = bpf_map_lookup_elem(&counts_gen, &g);
+
+	if (!stacks || !counts) {
+		stat_inc(g, STAT_DROP_NO_GEN);
+		return;
+	}
+	cs->stack.flags = flags | STACK_F_TABLES;
+	stat_inc(g, STAT_UNWIND_SAMPLES);
+	store_stack(g, stacks, &cs->stack, &uw->key.user_stack);
+	record(g, counts, &uw->key);
+}
+
+/* Unwind up to UNWIND_FRAMES_PER_RUN frames, then tail-call itself or finish. */
+SEC("perf_event")
+int ignis_unwind(struct bpf_perf_event_data *ctx)
+{
+	__u32 zero = 0;
+	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &zero);
+	int r;
+
+	if (!cs)
+		return 0;
+	r = unwind_frames(&cs->uw, &cs->stack);
+	if (r == STEP_CONTINUE) {
+		bpf_tail_call(ctx, &progs, IGNIS_PROG_UNWIND);
+		stat_inc(cs->uw.gen, STAT_UNWIND_TAIL_CALL);
+		r = STEP_TRUNCATED;
+	}
+	unwind_finish(cs, unwind_end_flags(r));
+	return 0;
+}

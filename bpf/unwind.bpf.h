@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The table unwinder's logic (x86_64): its state, the binary searches of a process's mappings
+ * and of a table, one step from a frame's registers to its caller's, and one program run's
+ * walk of up to UNWIND_FRAMES_PER_RUN frames. The program around it (bpf/unwind.bpf.c) and
+ * its start in the sampler (bpf/sampler.bpf.c) hold what only BPF can do: reading the
+ * registers and the task, tail calls, storing the stack.
+ *
+ * This header compiles for BPF and natively, so that a unit test runs the very code the
+ * kernel runs over a recorded stack and registers (tests/unit/test_unwind_step.c), as the
+ * OpenTelemetry profiler tests its BPF C with TESTING_COREDUMP. Everything that touches the
+ * world goes through four functions the includer defines:
+ *
+ *   lookup_mapping(idx)          unwind_maps[idx], or NULL
+ *   lookup_row(idx)              unwind_rows[idx], or NULL
+ *   read_user(dst, size, addr)   bpf_probe_read_user(): 0, or a negative errno with dst zeroed
+ *   stat_inc(g, stat)            count a failure in generation g's counters
+ *
+ * The BPF build defines them over the maps in bpf/maps.bpf.h; the unit test over arrays and a
+ * byte buffer. Like bpf/profiler.h, this header includes nothing: the includer provides the
+ * __u* types, bool and NULL (vmlinux.h and bpf_helpers.h, or <linux/types.h>, <stdbool.h> and
+ * <stddef.h>), then bpf/profiler.h.
+ *
+ * The two binary searches are global functions in BPF (bpf/unwind.bpf.c defines them over
+ * find_mapping() and find_row() here), so that the verifier checks each once rather than at
+ * every frame of the walk; natively they are plain inline functions.
+ */
+#ifndef IGNIS_BPF_UNWIND_BPF_H
+#define IGNIS_BPF_UNWIND_BPF_H
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+#ifndef barrier_var
+/* As bpf_helpers.h: keeps the compiler from dropping an operation on var it deems a no-op. */
+#define barrier_var(var) asm volatile("" : "+r"(var))
+#endif
+
+/* Frames unwound per program run; the unwinder tail-calls itself for more (at most
+ * IGNIS_MAX_STACK_DEPTH / UNWIND_FRAMES_PER_RUN + 1 runs, well under the kernel's 33). */
+#define UNWIND_FRAMES_PER_RUN 16
+
+/* Where the table unwinder is, kept across its tail calls (in struct cpu_state). */
+struct uw_state {
+	__u64 pc, sp, bp; /* the registers of the frame being unwound */
+	__u32 tgid;
+	__u32 version; /* of the process's unwind_procs entry */
+	__u32 map_start;
+	__u32 nr_maps;
+	__u32 gen;	/* the generation ignis_sample read */
+	__u32 bp_valid; /* 0: rbp is unknown (a row said it was clobbered) */
+	__u32 exact;	/* pc is an interrupted instruction, not a return address */
+	__u32 fp;	/* pc was found through the frame pointer */
+	/* The mapping of the last frame: consecutive frames are often in one object. */
+	__u64 m_start, m_end; /* m_end 0: none */
+	__u64 m_base;
+	__u32 m_row_start, m_nr_rows;
+	struct ignis_sample_key key;
+};
+
+/* What one step of the unwinder concluded. */
+enum step_result {
+	STEP_CONTINUE = 0,
+	STEP_COMPLETE,	/* the outermost frame: the stack is whole */
+	STEP_END,	/* a frame-pointer chain ends (rbp 0): judged by its root later */
+	STEP_TRUNCATED, /* stopped early; the reason is counted */
+};
+
+/* The world, as the includer defines it (see the top of this file). */
+static __always_inline const struct ignis_unwind_mapping *lookup_mapping(__u32 idx);
+static __always_inline const struct ignis_unwind_row *lookup_row(__u32 idx);
+static __always_inline long read_user(void *dst, __u32 size, __u64 addr);
+static __always_inline void stat_inc(__u32 g, enum ignis_stat stat);
+
+/* The mapping of unwind_maps[start, start + n) whose [start, end) holds pc: its index, or -1. */
+static __always_inline int find_mapping(__u32 start, __u32 n, __u64 pc)
+{
+	__u32 lo = 0, hi = n, i, idx;
+	const struct ignis_unwind_mapping *m;
+
+	if (n > IGNIS_MAX_UNWIND_MAPS)
+		return -1;
+	/* The last mapping with m.start <= pc. */
+	for (i = 0; i <= IGNIS_UNWIND_MAPS_LOG; i++) {
+		__u32 mid;
+
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		idx = start + mid;
+		m = lookup_mapping(idx);
+		if (!m)
+			return -1;
+		if (m->start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	idx = start + lo - 1;
+	m = lookup_mapping(idx);
+	if (!m || pc >= m->end)
+		return -1;
+	return (int)idx;
+}
+
+/* The last row of unwind_rows[start, start + n) with row.pc <= rel: its index, or -1. */
+static __always_inline int find_row(__u32 start, __u32 n, __u32 rel)
+{
+	__u32 lo = 0, hi = n, i, idx;
+	const struct ignis_unwind_row *r;
+
+	if (n > IGNIS_MAX_UNWIND_ROWS)
+		return -1;
+	for (i = 0; i <= IGNIS_UNWIND_ROWS_LOG; i++) {
+		__u32 mid;
+
+		if (lo >= hi)
+			break;
+		mid = lo + (hi - lo) / 2;
+		idx = start + mid;
+		r = lookup_row(idx);
+		if (!r)
+			return -1;
+		if (r->pc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? (int)(start + lo - 1) : -1;
+}
+
+#ifdef __bpf__
+int unwind_find_mapping(__u32 start, __u32 n, __u64 pc);
+int unwind_find_row(__u32 start, __u32 n, __u32 rel);
+#else
+static inline int unwind_find_mapping(__u32 start, __u32 n, __u64 pc)
+{
+	return find_mapping(start, n, pc);
+}
+
+static inline int unwind_find_row(__u32 start, __u32 n, __u32 rel)
+{
+	return find_row(start, n, rel);
+}
+#endif
+
+/*
+ * A frame with no usable row: its caller through the frame pointer. no_table: the pc lies in
+ * no table the unwinder has (rather than in a table's gap without CFI, where the agent's
+ * tables cannot tell either), so the caller is marked IGNIS_USER_IP_FP for the agent to check.
+ */
+static __always_inline int step_frame_pointer(struct uw_state *uw, bool no_table)
+{
+	__u64 frame[2]; /* saved rbp, return address */
+
+	if (!uw->bp_valid) {
+		stat_inc(uw->gen, STAT_UNWIND_LOST);
+		return STEP_TRUNCATED;
+	}
+	if (!uw->bp)
+		return STEP_END; /* the end of a frame-pointer chain: judged by its root */
+	if (read_user(frame, sizeof(frame), uw->bp)) {
+		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+		return STEP_TRUNCATED;
+	}
+	uw->sp = uw->bp + 16;
+	uw->bp = frame[0];
+	uw->pc = frame[1];
+	uw->exact = 0;
+	uw->fp = no_table;
+	return uw->pc ? STEP_CONTINUE : STEP_END;
+}
+
+/*
+ * Unwind one frame: from (pc, sp, bp) to the caller's. first: pc is the sampled
+ * instruction; otherwise a return address, looked up at pc - 1 (the call), since a call
+ * that never returns may be the last instruction of its function.
+ */
+static __always_inline int step(struct uw_state *uw, bool first)
+{
+	const struct ignis_unwind_mapping *m;
+	const struct ignis_unwind_row *row;
+	__u64 pc = first || uw->exact ? uw->pc : uw->pc - 1, cfa, rel, ra;
+	__u64 sigregs[7]; /* rbp .. rip of the signal frame's struct sigcontext */
+	__u32 idx, cfa_type, rbp_type;
+	__s64 off;
+	int mi, ri;
+
+	if (pc < uw->m_start || pc >= uw->m_end) {
+		mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
+		if (mi < 0) {
+			stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
+			return step_frame_pointer(uw, true);
+		}
+		idx = (__u32)mi;
+		m = lookup_mapping(idx);
+		if (!m)
+			return STEP_TRUNCATED;
+		if (m->tgid != uw->tgid || m->version != uw->version ||
+		    m->exec_id != uw->key.exec_id) {
+			stat_inc(uw->gen, STAT_UNWIND_STALE);
+			return STEP_TRUNCATED;
+		}
+		uw->m_start = m->start;
+		uw->m_end = m->end;
+		uw->m_base = m->base;
+		uw->m_row_start = m->row_start;
+		uw->m_nr_rows = m->nr_rows;
+	}
+	if (!uw->m_nr_rows) {
+		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
+		return step_frame_pointer(uw, true);
+	}
+	rel = pc - uw->m_base;
+	ri = rel >> 32 ? -1 : unwind_find_row(uw->m_row_start, uw->m_nr_rows, (__u32)rel);
+	idx = (__u32)ri;
+	row = ri < 0 ? NULL : lookup_row(idx);
+	if (!row || (row->type & 15) == UNWIND_CFA_NONE) {
+		stat_inc(uw->gen, STAT_UNWIND_NO_CFI);
+		return step_frame_pointer(uw, false);
+	}
+	cfa_type = row->type & 15;
+	rbp_type = row->type >> 4;
+	off = (__s64)row->cfa_off * 8;
+	switch (cfa_type) {
+	case UNWIND_CFA_RSP:
+		cfa = uw->sp + off;
+		break;
+	case UNWIND_CFA_RBP:
+		if (!uw->bp_valid) {
+			stat_inc(uw->gen, STAT_UNWIND_UNSUPPORTED);
+			return STEP_TRUNCATED;
+		}
+		cfa = uw->bp + off;
+		break;
+	case UNWIND_CFA_PLT:
+		cfa = uw->sp + off + ((uw->pc & 15) >= (__u64)(__u8)row->rbp_off ? 8 : 0);
+		break;
+	case UNWIND_CFA_OUTERMOST:
+		return STEP_COMPLETE;
+	case UNWIND_CFA_SIGNAL:
+		/* sigcontext from rbp (rsp + 120) to rip (rsp + 168). */
+		if (read_user(sigregs, sizeof(sigregs), uw->sp + 120)) {
+			stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+			return STEP_TRUNCATED;
+		}
+		uw->bp = sigregs[0];
+		uw->bp_valid = 1;
+		uw->sp = sigregs[5];
+		uw->pc = sigregs[6];
+		uw->exact = 1;
+		uw->fp = 0;
+		return uw->pc ? STEP_CONTINUE : STEP_END;
+	default:
+		stat_inc(uw->gen, STAT_UNWIND_UNSUPPORTED);
+		return STEP_TRUNCATED;
+	}
+	if (read_user(&ra, sizeof(ra), cfa - 8)) {
+		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+		return STEP_TRUNCATED;
+	}
+	if (rbp_type == UNWIND_RBP_AT_CFA && cfa_type != UNWIND_CFA_PLT) {
+		if (read_user(&uw->bp, sizeof(uw->bp), cfa + (__s64)row->rbp_off * 8)) {
+			stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+			return STEP_TRUNCATED;
+		}
+		uw->bp_valid = 1;
+	} else if (rbp_type == UNWIND_RBP_UNDEFINED) {
+		uw->bp_valid = 0;
+	}
+	uw->sp = cfa;
+	uw->pc = ra;
+	uw->exact = 0;
+	uw->fp = 0;
+	if (!ra) {
+		/* The CFI said there is a caller (the outermost frame says otherwise). */
+		stat_inc(uw->gen, STAT_UNWIND_LOST);
+		return STEP_TRUNCATED;
+	}
+	return STEP_CONTINUE;
+}
+
+/*
+ * Set up a walk from the sample's user registers (uw->pc, sp, bp, set by the caller, as are
+ * the process's mappings): the sampled pc is the stack's leaf.
+ */
+static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack *stack, __u32 g,
+					 const struct ignis_sample_key *key)
+{
+	uw->gen = g;
+	uw->bp_valid = 1;
+	uw->exact = 0;
+	uw->fp = 0;
+	uw->key = *key;
+	stack->ips[0] = uw->pc;
+	stack->len = 1;
+}
+
+/*
+ * One program run: up to UNWIND_FRAMES_PER_RUN frames appended to stack, each caller's pc
+ * marked IGNIS_USER_IP_EXACT or IGNIS_USER_IP_FP as uw says. Returns STEP_CONTINUE when a
+ * caller remains (the program tail-calls itself for it), or how the walk ended.
+ */
+static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack *stack)
+{
+	__u32 i, len, slot;
+	int r = STEP_CONTINUE;
+
+	for (i = 0; i < UNWIND_FRAMES_PER_RUN; i++) {
+		len = stack->len;
+		r = step(uw, len == 1);
+		if (r != STEP_CONTINUE)
+			break;
+		/* A caller exists: past the last slot, the stack is cut short of it. */
+		if (len >= IGNIS_MAX_STACK_DEPTH) {
+			stat_inc(uw->gen, STAT_UNWIND_DEPTH);
+			r = STEP_TRUNCATED;
+			break;
+		}
+		/* The mask bounds the index for the verifier, which may not tie the check above
+		 * to the register the compiler indexes with; the barrier keeps the compiler from
+		 * dropping the mask it knows to be a no-op (len < 127 here; index 127 would
+		 * still lie inside cpu_state). */
+		slot = len;
+		barrier_var(slot);
+		slot &= 127;
+		stack->ips[slot] = uw->pc | (uw->exact ? IGNIS_USER_IP_EXACT : 0) |
+				   (uw->fp ? IGNIS_USER_IP_FP : 0);
+		stack->len = len + 1;
+	}
+	return r;
+}
+
+/* The stack's STACK_F_* for how the walk ended (STEP_END: judged by its root, later). */
+static __always_inline __u32 unwind_end_flags(int r)
+{
+	return r == STEP_COMPLETE ? STACK_F_COMPLETE : r == STEP_TRUNCATED ? STACK_F_TRUNCATED : 0;
+}
+
+#endif /* IGNIS_BPF_UNWIND_BPF_H */

@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The table unwinder's logic (bpf/unwind.bpf.h), compiled natively and run over a recorded
+ * stack: the same step(), binary searches and per-run walk the kernel runs, with the maps as
+ * arrays, user memory as one byte buffer and the counters as an array (the four functions the
+ * header asks its includer for). A process has an executable and a library with tables and
+ * a JIT region without; each test lays out the frames in memory, walks them as ignis_unwind
+ * does (one unwind_frames() per program run, "tail-calling" while it returns STEP_CONTINUE)
+ * and checks the exact pcs with their IGNIS_USER_IP_* marks, the stack's flags and which
+ * counter the walk bumped. Links nothing: no BPF, no root.
+ */
+#include <linux/types.h>
+#include <stdbool.h>
+
+#include "unit.h"
+
+#include "../../bpf/profiler.h"
+#include "../../bpf/unwind.bpf.h"
+
+/* ---- The world the unwinder sees ------------------------------------------------------------- */
+
+#define MEM_BASE 0x7ffe00000000ULL /* user memory: the stack, at MEM_BASE + [0, MEM_SIZE) */
+#define MEM_SIZE 8192
+#define S	 MEM_BASE
+
+#define TGID	42
+#define VERSION 7
+#define EXEC_ID 3
+
+/* unwind_maps: [0] another process's; the process's extent is [1, 4). */
+#define MAP_START 1
+#define NR_MAPS	  3
+#define EXE	  0x400000ULL	    /* [EXE, EXE + 0x1000), table pc 0 at EXE */
+#define LIB_BASE  0x7f0000000000ULL /* table pc 0; the mapping is [LIB_BASE + 0x1000, + 0x2000) */
+#define LIB	  (LIB_BASE + 0x1000)
+#define JIT	  0x7f1000000000ULL /* [JIT, JIT + 0x1000): no table */
+
+/* unwind_rows: [0, 2) another table's, then the executable's, then the library's. */
+#define EXE_ROWS 2
+#define LIB_ROWS 14
+
+static struct {
+	bool synthetic; /* the maps hold entry idx at [idx * 4 KiB, + 4 KiB), row idx at pc idx */
+	struct ignis_unwind_mapping maps[4];
+	struct ignis_unwind_row rows[17];
+	__u8 mem[MEM_SIZE];
+	__u64 stats[IGNIS_NR_GENS * STAT_NR];
+} w;
+
+static struct ignis_unwind_mapping synthetic_map;
+static struct ignis_unwind_row synthetic_row;
+
+static inline const struct ignis_unwind_mapping *lookup_mapping(__u32 idx)
+{
+	if (w.synthetic) {
+		synthetic_map.start = (__u64)idx << 12;
+		synthetic_map.end = synthetic_map.start + 4096;
+		return &synthetic_map;
+	}
+	return idx < sizeof(w.maps) / sizeof(w.maps[0]) ? &w.maps[idx] : NULL;
+}
+
+static inline const struct ignis_unwind_row *lookup_row(__u32 idx)
+{
+	if (w.synthetic) {
+		synthetic_row.pc = idx;
+		return &synthetic_row;
+	}
+	return idx < sizeof(w.rows) / sizeof(w.rows[0]) ? &w.rows[idx] : NULL;
+}
+
+/* As bpf_probe_read_user(): all or nothing, the destination zeroed on a fault. */
+static inline long read_user(void *dst, __u32 size, __u64 addr)
+{
+	if (addr < MEM_BASE || addr - MEM_BASE > MEM_SIZE || size > MEM_SIZE - (addr - MEM_BASE)) {
+		memset(dst, 0, size);
+		return -EFAULT;
+	}
+	memcpy(dst, w.mem + (addr - MEM_BASE), size);
+	return 0;
+}
+
+static inline void stat_inc(__u32 g, enum ignis_stat stat)
+{
+	w.stats[g * STAT_NR + stat]++;
+}
+
+static void poke(__u64 addr, __u64 value)
+{
+	assert_true(addr >= MEM_BASE && addr + 8 <= MEM_BASE + MEM_SIZE);
+	memcpy(w.mem + (addr - MEM_BASE), &value, 8);
+}
+
+static struct ignis_unwind_row mkrow(__u32 pc, __u8 cfa, int cfa_bytes, __u8 rbp, int rbp_bytes)
+{
+	struct ignis_unwind_row r = { .pc = pc, .type = (__u8)(cfa | rbp << 4) };
+
+	r.cfa_off = (__s16)(cfa_bytes / 8);
+	r.rbp_off = (__s8)(cfa == UNWIND_CFA_PLT ? rbp_bytes : rbp_bytes / 8);
+	return r;
+}
+
+static struct ignis_unwind_mapping mkmap(__u64 start, __u64 end, __u64 base, __u32 row_start,
+					 __u32 nr_rows)
+{
+	struct ignis_unwind_mapping m = { .start = start,
+					  .end = end,
+					  .base = base,
+					  .row_start = row_start,
+					  .nr_rows = nr_rows,
+					  .tgid = TGID,
+					  .version = VERSION,
+					  .exec_id = EXEC_ID };
+	return m;
+}
+
+/* The executable's rows (pcs relative to EXE), which the tests' frames land in. */
+#define R_ENTRY	    0x000 /* CFA = rsp + 8 */
+#define R_FP_BODY   0x100 /* CFA = rbp + 16, rbp at CFA - 16 */
+#define R_NOFP_BODY 0x200 /* CFA = rsp + 16 */
+#define R_PLT	    0x300 /* CFA = rsp + 8 + ((pc & 15) >= 11 ? 8 : 0) */
+#define R_OUTERMOST 0x400
+#define R_NO_CFI    0x500
+#define R_UNSUPP    0x600
+#define R_SIGNAL    0x6f0 /* glibc's __restore_rt, its FDE starting a byte early */
+#define R_RBP_LOST  0x710 /* CFA = rsp + 8, rbp undefined from here on */
+#define R_PUSHES    0x800 /* CFA = rsp + 24, rbp at CFA - 16 */
+
+static void world_init(void)
+{
+	memset(&w, 0, sizeof(w));
+	w.maps[0] = mkmap(EXE, EXE + 0x1000, EXE, 0, 2);
+	w.maps[0].tgid = 999;
+	w.maps[1] = mkmap(EXE, EXE + 0x1000, EXE, EXE_ROWS, 12);
+	w.maps[2] = mkmap(LIB, LIB + 0x1000, LIB_BASE, LIB_ROWS, 3);
+	w.maps[3] = mkmap(JIT, JIT + 0x1000, JIT, 0, 0);
+	/* Another table's rows: a walk that ignores row_start finds these. */
+	w.rows[0] = mkrow(0x000, UNWIND_CFA_UNSUPPORTED, 0, UNWIND_RBP_SAME, 0);
+	w.rows[1] = mkrow(0x800, UNWIND_CFA_UNSUPPORTED, 0, UNWIND_RBP_SAME, 0);
+
+	w.rows[EXE_ROWS + 0] = mkrow(R_ENTRY, UNWIND_CFA_RSP, 8, UNWIND_RBP_SAME, 0);
+	w.rows[EXE_ROWS + 1] = mkrow(R_FP_BODY, UNWIND_CFA_RBP, 16, UNWIND_RBP_AT_CFA, -16);
+	w.rows[EXE_ROWS + 2] = mkrow(R_NOFP_BODY, UNWIND_CFA_RSP, 16, UNWIND_RBP_SAME, 0);
+	w.rows[EXE_ROWS + 3] = mkrow(R_PLT, UNWIND_CFA_PLT, 8, UNWIND_RBP_SAME, 11);
+	w.rows[EXE_ROWS + 4] = mkrow(0x310, UNWIND_CFA_RSP, 8, UNWIND_RBP_SAME, 0);
+	w.rows[EXE_ROWS + 5] = mkrow(R_OUTERMOST, UNWIND_CFA_OUTERMOST, 0, UNWIND_RBP_SAME, 0);
+	w.rows[EXE_ROWS + 6] = mkrow(R_NO_CFI, UNWIND_CFA_NONE, 0, UNWIND_RBP_SAME, 0);
+	w.rows[EXE_ROWS + 7] = mkrow(R_UNSUPP, UNWIND_CFA_UNSUPPORTED, 0, UNWIND_RBP_SAME, 0);
+	w.rows[EXE_ROWS + 8] = mkrow(R_SIGNAL, UNWIND_CFA_SIGNAL, 0, UNWIND_RBP_SAME, 0);
+	w.rows[EXE_ROWS + 9] = mkrow(R_RBP_LOST, UNWIND_CFA_RSP, 8, UNWIND_RBP_UNDEFINED, 0);
+	w.rows[EXE_ROWS + 10] = mkrow(R_PUSHES, UNWIND_CFA_RSP, 24, UNWIND_RBP_AT_CFA, -16);
+	w.rows[EXE_ROWS + 11] = mkrow(0x900, UNWIND_CFA_NONE, 0, UNWIND_RBP_SAME, 0);
+
+	/* The library's rows are relative to LIB_BASE; its code starts at pc 0x1000. */
+	w.rows[LIB_ROWS + 0] = mkrow(0x1000, UNWIND_CFA_RSP, 8, UNWIND_RBP_SAME, 0);
+	w.rows[LIB_ROWS + 1] = mkrow(0x1100, UNWIND_CFA_RSP, 16, UNWIND_RBP_SAME, 0);
+	w.rows[LIB_ROWS + 2] = mkrow(0x1200, UNWIND_CFA_NONE, 0, UNWIND_RBP_SAME, 0);
+}
+
+/* ---- A walk, as ignis_sample starts it and ignis_unwind runs it ------------------------------ */
+
+struct walk {
+	struct uw_state uw;
+	struct ignis_stack st;
+	int runs;    /* program runs: the first and each tail call */
+	int end;     /* the last run's enum step_result */
+	__u32 flags; /* STACK_F_* */
+};
+
+/* The program runs: the first, then one per tail call while a caller remains (the kernel
+ * allows 33 in all). */
+static void walk_run(struct walk *wk)
+{
+	do {
+		wk->end = unwind_frames(&wk->uw, &wk->st);
+		wk->runs++;
+	} while (wk->end == STEP_CONTINUE && wk->runs < 33);
+	wk->flags = unwind_end_flags(wk->end);
+}
+
+/* The state start_unwind() leaves for a published process: its mappings, the registers. */
+static void walk_begin(struct walk *wk, __u32 g, __u64 pc, __u64 sp, __u64 bp)
+{
+	struct ignis_sample_key key = { .tgid = TGID, .pid = TGID, .exec_id = EXEC_ID };
+
+	memset(wk, 0, sizeof(*wk));
+	wk->uw.tgid = TGID;
+	wk->uw.version = VERSION;
+	wk->uw.map_start = MAP_START;
+	wk->uw.nr_maps = NR_MAPS;
+	wk->uw.pc = pc;
+	wk->uw.sp = sp;
+	wk->uw.bp = bp;
+	unwind_begin(&wk->uw, &wk->st, g, &key);
+}
+
+static void walk_from(struct walk *wk, __u32 g, __u64 pc, __u64 sp, __u64 bp)
+{
+	walk_begin(wk, g, pc, sp, bp);
+	walk_run(wk);
+}
+
+static void walk(struct walk *wk, __u64 pc, __u64 sp, __u64 bp)
+{
+	walk_from(wk, 0, pc, sp, bp);
+}
+
+static void check_ips(const struct walk *wk, const __u64 *ips, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < n && i < wk->st.len; i++)
+		if (wk->st.ips[i] != ips[i])
+			fail_msg("frame %u: 0x%llx, expected 0x%llx", i,
+				 (unsigned long long)wk->st.ips[i], (unsigned long long)ips[i]);
+	assert_int_equal(wk->st.len, n);
+}
+
+/* Every counter of both generations is zero but stat1 and stat2 of generation g, which are
+ * n1 and n2 (STAT_NR: none). */
+static void check_stats2(__u32 g, enum ignis_stat stat1, __u64 n1, enum ignis_stat stat2, __u64 n2)
+{
+	__u32 i;
+
+	for (i = 0; i < IGNIS_NR_GENS * STAT_NR; i++) {
+		__u64 want = i == g * STAT_NR + stat1 ? n1 : i == g * STAT_NR + stat2 ? n2 : 0;
+
+		if (w.stats[i] != want)
+			fail_msg("counter %u of generation %u: %llu, expected %llu", i % STAT_NR,
+				 i / STAT_NR, (unsigned long long)w.stats[i],
+				 (unsigned long long)want);
+	}
+}
+
+static void check_stats(__u32 g, enum ignis_stat stat, __u64 n)
+{
+	check_stats2(g, stat, n, STAT_NR, 0);
+}
+
+#define CHECK_IPS(wk, ...)                                              \
+	do {                                                            \
+		const __u64 want_[] = { __VA_ARGS__ };                  \
+		check_ips(wk, want_, sizeof(want_) / sizeof(want_[0])); \
+	} while (0)
+
+/* ---- Tests ----------------------------------------------------------------------------------- */
+
+/*
+ * A library leaf without a frame pointer, a frame-pointer function, a return address at the
+ * first byte of the next row (its call is the function's last instruction), and the
+ * outermost frame. The leaf is looked up at its pc, the return addresses at pc - 1: each
+ * wrong choice would take the decoy slot.
+ */
+static void test_tables_walk_to_the_outermost_frame(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	/* Leaf at the library row 0x1100 (CFA = rsp + 16); at pc - 1 it would be rsp + 8. */
+	poke(S + 0x100, LIB + 0x1234); /* decoy: rsp + 8 - 8 */
+	poke(S + 0x108, EXE + 0x150);  /* return address at CFA - 8 */
+	/* EXE + 0x150: CFA = rbp + 16 = S + 0x190, rbp saved at CFA - 16. */
+	poke(S + 0x180, S + 0x1c0);
+	poke(S + 0x188, EXE + R_NOFP_BODY);
+	/* EXE + 0x200 returns into the fp body (looked up at 0x1ff): CFA = rbp + 16. Looked up
+	 * at 0x200 it would be rsp + 16 = S + 0x1a0, with the decoy below. */
+	poke(S + 0x198, EXE + R_NO_CFI + 0x10);
+	poke(S + 0x1c0, 0);
+	poke(S + 0x1c8, EXE + R_OUTERMOST + 0xa);
+
+	walk(&wk, LIB + 0x100, S + 0x100, S + 0x180);
+	CHECK_IPS(&wk, LIB + 0x100, EXE + 0x150, EXE + R_NOFP_BODY, EXE + R_OUTERMOST + 0xa);
+	assert_int_equal(wk.end, STEP_COMPLETE);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(wk.runs, 1);
+	assert_int_equal(wk.uw.sp, S + 0x1d0);
+	check_stats(0, STAT_NR, 0);
+}
+
+/* The lazy PLT's CFA depends on the pc's low bits: 8 more from the threshold on. Its
+ * rbp_off is the threshold, never an rbp offset, whatever the rbp bits say. */
+static void test_plt_cfa_follows_the_pc_threshold(void **state)
+{
+	__u64 sp = S + MEM_SIZE - 16; /* rbp at CFA + 11 * 8 would be past the memory */
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	w.rows[EXE_ROWS + 3].type = UNWIND_CFA_PLT | UNWIND_RBP_AT_CFA << 4;
+	poke(sp, EXE + R_OUTERMOST + 1);
+	poke(sp + 8, EXE + R_OUTERMOST + 2);
+
+	walk(&wk, EXE + R_PLT + 10, sp, 0);
+	CHECK_IPS(&wk, EXE + R_PLT + 10, EXE + R_OUTERMOST + 1);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+
+	walk(&wk, EXE + R_PLT + 11, sp, 0);
+	CHECK_IPS(&wk, EXE + R_PLT + 11, EXE + R_OUTERMOST + 2);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(wk.uw.sp, sp + 16);
+	check_stats(0, STAT_NR, 0);
+}
+
+/* A caller's rbp saved at CFA - 16 under an rsp-based CFA: the next frame's CFA uses it. */
+static void test_rbp_restored_from_an_rsp_frame(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	poke(S + 0x108, S + 0x200); /* saved rbp: CFA (S + 0x118) - 16 */
+	poke(S + 0x110, EXE + 0x150);
+	poke(S + 0x208, EXE + R_OUTERMOST + 3); /* the fp body's return address: rbp + 8 */
+
+	walk(&wk, EXE + R_PUSHES + 4, S + 0x100, 0x1111);
+	CHECK_IPS(&wk, EXE + R_PUSHES + 4, EXE + 0x150, EXE + R_OUTERMOST + 3);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	check_stats(0, STAT_NR, 0);
+}
+
+/*
+ * A SIGPROF handler's frames: the handler returns into __restore_rt, whose row makes the
+ * walk continue with the registers in the kernel's sigcontext (rbp, rsp, rip at sp + 120,
+ * 160, 168). The interrupted pc is exact: marked, and looked up at itself (here the first
+ * byte of an rsp-based row, which at pc - 1 would be the rbp-based one before it); its
+ * caller uses the interrupted rbp.
+ */
+static void test_signal_frame_continues_at_the_interrupted_pc(void **state)
+{
+	__u64 tramp_sp = S + 0x210;
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	poke(S + 0x208, EXE + R_SIGNAL + 0x10);	 /* __restore_rt, at pc - 1 still its row */
+	poke(tramp_sp + 120, S + 0x3c0);	 /* rbp */
+	poke(tramp_sp + 160, S + 0x300);	 /* rsp */
+	poke(tramp_sp + 168, EXE + R_NOFP_BODY); /* rip */
+	poke(S + 0x308, EXE + 0x150);		 /* CFA = rsp + 16 */
+	poke(S + 0x3c0, 0);			 /* the fp body's frame at the interrupted rbp */
+	poke(S + 0x3c8, EXE + R_OUTERMOST + 4);
+
+	walk(&wk, EXE + R_NOFP_BODY + 0x10, S + 0x200, 0x1234);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 0x10, EXE + R_SIGNAL + 0x10,
+		  (EXE + R_NOFP_BODY) | IGNIS_USER_IP_EXACT, EXE + 0x150, EXE + R_OUTERMOST + 4);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	check_stats(0, STAT_NR, 0);
+}
+
+/*
+ * Code in no table: JIT code in a mapping without rows, and an address in no mapping at
+ * all. Each is left through its frame pointer, counted, and its caller marked for the agent
+ * to check; a return address found through CFI is not.
+ */
+static void test_frame_pointer_through_code_without_a_table(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	poke(S + 0x140, S + 0x180); /* JIT frame: saved rbp, return address */
+	poke(S + 0x148, EXE + 0x150);
+	poke(S + 0x180, S + 0x1c0); /* the fp body: CFA = rbp + 16 */
+	poke(S + 0x188, 0x10000);   /* returns into no mapping */
+	poke(S + 0x1c0, 0);
+	poke(S + 0x1c8, EXE + R_OUTERMOST + 5);
+
+	walk(&wk, JIT + 0x10, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, JIT + 0x10, (EXE + 0x150) | IGNIS_USER_IP_FP, 0x10000,
+		  (EXE + R_OUTERMOST + 5) | IGNIS_USER_IP_FP);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	check_stats(0, STAT_UNWIND_FP_FRAMES, 2);
+}
+
+/* A frame-pointer chain that ends (rbp 0) is neither complete nor truncated. */
+static void test_frame_pointer_chain_end_is_judged_later(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	walk(&wk, JIT + 0x10, S + 0x100, 0);
+	CHECK_IPS(&wk, JIT + 0x10);
+	assert_int_equal(wk.end, STEP_END);
+	assert_int_equal(wk.flags, 0);
+	check_stats(0, STAT_UNWIND_FP_FRAMES, 1);
+
+	/* A return address of 0 through the frame pointer ends the chain as well. */
+	world_init();
+	poke(S + 0x140, S + 0x180);
+	poke(S + 0x148, 0);
+	walk(&wk, JIT + 0x10, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, JIT + 0x10);
+	assert_int_equal(wk.end, STEP_END);
+	check_stats(0, STAT_UNWIND_FP_FRAMES, 1);
+}
+
+/* A gap of a table (code without CFI): frame pointer, counted apart, caller not marked. */
+static void test_gap_without_cfi_uses_the_frame_pointer_unmarked(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	poke(S + 0x140, 0); /* saved rbp, return address; the caller's sp is rbp + 16 */
+	poke(S + 0x148, EXE + R_NOFP_BODY + 0x20);
+	poke(S + 0x158, EXE + R_OUTERMOST + 6); /* the caller's CFA: sp + 16 */
+	walk(&wk, EXE + R_NO_CFI + 0x10, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, EXE + R_NO_CFI + 0x10, EXE + R_NOFP_BODY + 0x20, EXE + R_OUTERMOST + 6);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	check_stats(0, STAT_UNWIND_NO_CFI, 1);
+
+	/* A pc before the first row of its table is in a gap too. */
+	world_init();
+	w.rows[LIB_ROWS].pc = 0x1080;
+	poke(S + 0x140, 0);
+	poke(S + 0x148, EXE + R_OUTERMOST + 6);
+	walk(&wk, LIB + 0x10, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, LIB + 0x10, EXE + R_OUTERMOST + 6);
+	check_stats(0, STAT_UNWIND_NO_CFI, 1);
+}
+
+/* Before a process is published: the executable's table alone (as start_exe_only() sets it
+ * up, no mappings to search), frame pointers elsewhere; counted in the sample's generation. */
+static void test_executable_only_walk_in_generation_one(void **state)
+{
+	struct ignis_sample_key key = { .tgid = TGID, .pid = TGID, .exec_id = EXEC_ID };
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	poke(S + 0x108, LIB + 0x110); /* the library has a table, but it is not published */
+	poke(S + 0x140, 0);
+	poke(S + 0x148, EXE + R_OUTERMOST + 7);
+	memset(&wk, 0, sizeof(wk));
+	wk.uw.tgid = TGID;
+	wk.uw.m_start = EXE;
+	wk.uw.m_end = EXE + 0x1000;
+	wk.uw.m_base = EXE;
+	wk.uw.m_row_start = EXE_ROWS;
+	wk.uw.m_nr_rows = 12;
+	wk.uw.pc = EXE + R_NOFP_BODY + 4;
+	wk.uw.sp = S + 0x100;
+	wk.uw.bp = S + 0x140;
+	unwind_begin(&wk.uw, &wk.st, 1, &key);
+	walk_run(&wk);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4, LIB + 0x110,
+		  (EXE + R_OUTERMOST + 7) | IGNIS_USER_IP_FP);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	check_stats(1, STAT_UNWIND_FP_FRAMES, 1);
+}
+
+/* Each way a walk stops early: the stack is truncated and exactly one reason counted. */
+static void test_failures_truncate_and_count_their_reason(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	/* The return address cannot be read (CFA past the end of the stack). */
+	world_init();
+	walk(&wk, EXE + R_NOFP_BODY + 4, S + MEM_SIZE - 8, 0);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats(0, STAT_UNWIND_READ_FAULT, 1);
+
+	/* The saved rbp cannot be read: CFA - 8 is the stack's first slot, CFA - 16 before it. */
+	world_init();
+	poke(S, EXE + R_OUTERMOST);
+	walk(&wk, EXE + R_PUSHES + 4, S - 16, 0);
+	CHECK_IPS(&wk, EXE + R_PUSHES + 4);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats(0, STAT_UNWIND_READ_FAULT, 1);
+
+	/* The frame pointer points nowhere readable. */
+	world_init();
+	walk(&wk, JIT + 0x10, S + 0x100, 0x1000);
+	CHECK_IPS(&wk, JIT + 0x10);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats2(0, STAT_UNWIND_READ_FAULT, 1, STAT_UNWIND_FP_FRAMES, 1);
+
+	/* The sigcontext cannot be read. */
+	world_init();
+	poke(S + MEM_SIZE - 16, EXE + R_SIGNAL + 1);
+	walk(&wk, EXE + R_NOFP_BODY, S + MEM_SIZE - 24, 0);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY, EXE + R_SIGNAL + 1);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats(0, STAT_UNWIND_READ_FAULT, 1);
+
+	/* A rule the unwinder does not follow. */
+	world_init();
+	walk(&wk, EXE + R_UNSUPP + 4, S + 0x100, 0);
+	CHECK_IPS(&wk, EXE + R_UNSUPP + 4);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats(0, STAT_UNWIND_UNSUPPORTED, 1);
+
+	/* An rbp-based CFA after a frame that clobbered rbp. */
+	world_init();
+	poke(S + 0x100, EXE + 0x150);
+	walk(&wk, EXE + R_RBP_LOST + 4, S + 0x100, S + 0x180);
+	CHECK_IPS(&wk, EXE + R_RBP_LOST + 4, EXE + 0x150);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats(0, STAT_UNWIND_UNSUPPORTED, 1);
+
+	/* No CFI and no frame pointer to follow: the chain is lost. */
+	world_init();
+	poke(S + 0x100, JIT + 0x20);
+	walk(&wk, EXE + R_RBP_LOST + 4, S + 0x100, S + 0x180);
+	CHECK_IPS(&wk, EXE + R_RBP_LOST + 4, JIT + 0x20);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats2(0, STAT_UNWIND_LOST, 1, STAT_UNWIND_FP_FRAMES, 1);
+
+	/* A return address of 0 where the CFI promised a caller. */
+	world_init();
+	poke(S + 0x108, 0);
+	walk(&wk, EXE + R_NOFP_BODY + 4, S + 0x100, 0);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats(0, STAT_UNWIND_LOST, 1);
+}
+
+/* A mapping rewritten under the walk (another version, another process, another image). */
+static void test_changed_tables_are_noticed(void **state)
+{
+	struct walk wk;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		world_init();
+		if (i == 0)
+			w.maps[2].version = VERSION + 1;
+		else if (i == 1)
+			w.maps[2].tgid = TGID + 1;
+		else
+			w.maps[2].exec_id = EXEC_ID + 1;
+		poke(S + 0x108, EXE + R_OUTERMOST);
+		walk(&wk, LIB + 0x100, S + 0x100, 0);
+		CHECK_IPS(&wk, LIB + 0x100);
+		assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+		check_stats(0, STAT_UNWIND_STALE, 1);
+	}
+}
+
+/* A deep recursion: IGNIS_MAX_STACK_DEPTH frames over 8 program runs, then cut, counted. */
+static void test_depth_limit_cuts_the_stack(void **state)
+{
+	__u64 sp = S + 0x100;
+	struct walk wk;
+	__u32 i;
+
+	(void)state;
+	world_init();
+	for (i = 0; i < 200; i++)
+		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
+	walk(&wk, EXE + R_NOFP_BODY + 0x20, sp, 0);
+	assert_int_equal(wk.st.len, IGNIS_MAX_STACK_DEPTH);
+	assert_int_equal(wk.uw.sp, sp + 16 * IGNIS_MAX_STACK_DEPTH);
+	for (i = 0; i < IGNIS_MAX_STACK_DEPTH; i++)
+		assert_int_equal(wk.st.ips[i], EXE + R_NOFP_BODY + 0x20);
+	assert_int_equal(wk.runs, IGNIS_MAX_STACK_DEPTH / UNWIND_FRAMES_PER_RUN + 1);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats(0, STAT_UNWIND_DEPTH, 1);
+
+	/* One run: the leaf and UNWIND_FRAMES_PER_RUN callers, then a tail call. */
+	world_init();
+	for (i = 0; i < 200; i++)
+		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
+	walk_begin(&wk, 0, EXE + R_NOFP_BODY + 0x20, sp, 0);
+	assert_int_equal(unwind_frames(&wk.uw, &wk.st), STEP_CONTINUE);
+	assert_int_equal(wk.st.len, 1 + UNWIND_FRAMES_PER_RUN);
+}
+
+/* The binary searches at their edges. */
+static void test_searches_find_the_covering_entry(void **state)
+{
+	(void)state;
+	world_init();
+	assert_int_equal(unwind_find_mapping(MAP_START, NR_MAPS, EXE), 1);
+	assert_int_equal(unwind_find_mapping(MAP_START, NR_MAPS, EXE + 0xfff), 1);
+	assert_int_equal(unwind_find_mapping(MAP_START, NR_MAPS, EXE + 0x1000), -1);
+	assert_int_equal(unwind_find_mapping(MAP_START, NR_MAPS, EXE - 1), -1);
+	assert_int_equal(unwind_find_mapping(MAP_START, NR_MAPS, LIB + 0x800), 2);
+	assert_int_equal(unwind_find_mapping(MAP_START, NR_MAPS, JIT), 3);
+	assert_int_equal(unwind_find_mapping(MAP_START, NR_MAPS, JIT + 0x1000), -1);
+	assert_int_equal(unwind_find_mapping(MAP_START, 0, EXE), -1);
+	assert_int_equal(unwind_find_mapping(MAP_START, IGNIS_MAX_UNWIND_MAPS + 1, EXE), -1);
+	/* An extent running past the map's end: a failed lookup ends the search. */
+	assert_int_equal(unwind_find_mapping(MAP_START, 8, EXE), -1);
+
+	assert_int_equal(unwind_find_row(EXE_ROWS, 12, 0), EXE_ROWS);
+	assert_int_equal(unwind_find_row(EXE_ROWS, 12, R_FP_BODY - 1), EXE_ROWS);
+	assert_int_equal(unwind_find_row(EXE_ROWS, 12, R_FP_BODY), EXE_ROWS + 1);
+	assert_int_equal(unwind_find_row(EXE_ROWS, 12, R_SIGNAL + 0x1f), EXE_ROWS + 8);
+	assert_int_equal(unwind_find_row(EXE_ROWS, 12, 0xffffffff), EXE_ROWS + 11);
+	assert_int_equal(unwind_find_row(LIB_ROWS, 3, 0xfff), -1);
+	assert_int_equal(unwind_find_row(LIB_ROWS, 3, 0x1000), LIB_ROWS);
+	assert_int_equal(unwind_find_row(LIB_ROWS, 0, 0x1000), -1);
+
+	/* The largest extents are searched to their ends within the bounded loops; one more
+	 * entry is refused. */
+	w.synthetic = true;
+	assert_int_equal(unwind_find_mapping(0, IGNIS_MAX_UNWIND_MAPS, 0x800), 0);
+	assert_int_equal(unwind_find_mapping(0, IGNIS_MAX_UNWIND_MAPS, 5 << 12), 5);
+	assert_int_equal(unwind_find_mapping(0, IGNIS_MAX_UNWIND_MAPS,
+					     ((__u64)IGNIS_MAX_UNWIND_MAPS << 12) - 1),
+			 IGNIS_MAX_UNWIND_MAPS - 1);
+	assert_int_equal(unwind_find_mapping(0, IGNIS_MAX_UNWIND_MAPS + 1, 5 << 12), -1);
+	assert_int_equal(unwind_find_row(0, IGNIS_MAX_UNWIND_ROWS, 0), 0);
+	assert_int_equal(unwind_find_row(0, IGNIS_MAX_UNWIND_ROWS, 12345), 12345);
+	assert_int_equal(unwind_find_row(0, IGNIS_MAX_UNWIND_ROWS, 0xffffffff),
+			 IGNIS_MAX_UNWIND_ROWS - 1);
+	assert_int_equal(unwind_find_row(0, IGNIS_MAX_UNWIND_ROWS + 1, 12345), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tables_walk_to_the_outermost_frame),
+		cmocka_unit_test(test_plt_cfa_follows_the_pc_threshold),
+		cmocka_unit_test(test_rbp_restored_from_an_rsp_frame),
+		cmocka_unit_test(test_signal_frame_continues_at_the_interrupted_pc),
+		cmocka_unit_test(test_frame_pointer_through_code_without_a_table),
+		cmocka_unit_test(test_frame_pointer_chain_end_is_judged_later),
+		cmocka_unit_test(test_gap_without_cfi_uses_the_frame_pointer_unmarked),
+		cmocka_unit_test(test_executable_only_walk_in_generation_one),
+		cmocka_unit_test(test_failures_truncate_and_count_their_reason),
+		cmocka_unit_test(test_changed_tables_are_noticed),
+		cmocka_unit_test(test_depth_limit_cuts_the_stack),
+		cmocka_unit_test(test_searches_find_the_covering_entry),
+	};
+
+	return cmocka_run_group_tests_name("unwind_step", tests, NULL, NULL);
+}

@@ -17,6 +17,7 @@
 
 #include "../bpf/profiler.h"
 #include "../symbolizer/symbolizer.h"
+#include "extent.h"
 #include "hashmap.h"
 #include "ignis.h"
 #include "log.h"
@@ -46,131 +47,29 @@ _Static_assert(UNWIND_RBP_SAME == SYM_RBP_SAME && UNWIND_RBP_AT_CFA == SYM_RBP_A
  */
 #define BUILD_MAX_WAIT_NS (1000 * NSEC_PER_MSEC)
 
-/* ---- Extents of an ARRAY map: first fit, coalescing, with frees deferred past a grace
- * period. */
+#define LOST_FMT "unwinder: out of memory: %u map entries are lost until restart"
 
-struct extent {
-	uint32_t start, len;
-};
-
-struct extents {
-	struct extent *free; /* sorted by start, never adjacent */
-	size_t nr_free, cap_free;
-	struct extent *pending; /* freed, reusable after the next grace period */
-	size_t nr_pending, cap_pending;
-};
-
-static int push_extent(struct extent **arr, size_t *nr, size_t *cap, struct extent e)
+/* Free an extent an entry pointed to, after the next grace period. */
+static void defer(struct extents *x, uint32_t start, uint32_t len)
 {
-	int err = grow_array((void **)arr, cap, *nr + 1, sizeof(**arr));
-
-	if (err)
-		return err;
-	(*arr)[(*nr)++] = e;
-	return 0;
+	if (extents__defer(x, start, len))
+		pr_warn(LOST_FMT, len);
 }
 
-static int extents_init(struct extents *x, uint32_t size)
+/* Give back at once an extent no entry pointed to (its upload failed). */
+static void release(struct extents *x, uint32_t start, uint32_t len)
 {
-	memset(x, 0, sizeof(*x));
-	return push_extent(&x->free, &x->nr_free, &x->cap_free,
-			   (struct extent){ .start = 0, .len = size });
+	if (extents__release(x, start, len))
+		pr_warn(LOST_FMT, len);
 }
 
-static void extents_fini(struct extents *x)
+static void grace_period(struct extents *x)
 {
-	free(x->free);
-	free(x->pending);
-}
+	uint64_t lost = extents__grace_period(x);
 
-/* Start of a free run of len entries, or -ENOSPC. */
-static int64_t extents_alloc(struct extents *x, uint32_t len)
-{
-	size_t i;
-
-	for (i = 0; i < x->nr_free; i++) {
-		struct extent *e = &x->free[i];
-		uint32_t start = e->start;
-
-		if (e->len < len)
-			continue;
-		e->start += len;
-		e->len -= len;
-		if (!e->len) {
-			memmove(e, e + 1, (x->nr_free - i - 1) * sizeof(*e));
-			x->nr_free--;
-		}
-		return start;
-	}
-	return -ENOSPC;
-}
-
-/* Give back [start, start + len) at once: only for extents nothing ever pointed to. */
-static int extents_release(struct extents *x, uint32_t start, uint32_t len)
-{
-	size_t lo = 0, hi = x->nr_free;
-	struct extent *prev, *next;
-	int err;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (x->free[mid].start < start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	prev = lo ? &x->free[lo - 1] : NULL;
-	next = lo < x->nr_free ? &x->free[lo] : NULL;
-	if (prev && prev->start + prev->len == start) {
-		prev->len += len;
-		if (next && prev->start + prev->len == next->start) {
-			prev->len += next->len;
-			memmove(next, next + 1, (x->nr_free - lo - 1) * sizeof(*next));
-			x->nr_free--;
-		}
-		return 0;
-	}
-	if (next && start + len == next->start) {
-		next->start = start;
-		next->len += len;
-		return 0;
-	}
-	err = push_extent(&x->free, &x->nr_free, &x->cap_free, (struct extent){ 0, 0 });
-	if (err)
-		return err;
-	memmove(&x->free[lo + 1], &x->free[lo], (x->nr_free - lo - 1) * sizeof(x->free[0]));
-	x->free[lo] = (struct extent){ .start = start, .len = len };
-	return 0;
-}
-
-/* Free an extent that a published entry pointed to: reusable after the grace period. */
-static void extents_defer(struct extents *x, uint32_t start, uint32_t len)
-{
-	if (len && push_extent(&x->pending, &x->nr_pending, &x->cap_pending,
-			       (struct extent){ .start = start, .len = len }))
-		pr_warn("unwinder: out of memory: %u map entries are lost until restart", len);
-}
-
-static uint64_t extents_pending(const struct extents *x)
-{
-	uint64_t n = 0;
-	size_t i;
-
-	for (i = 0; i < x->nr_pending; i++)
-		n += x->pending[i].len;
-	return n;
-}
-
-static void extents_grace_period(struct extents *x)
-{
-	size_t i;
-
-	for (i = 0; i < x->nr_pending; i++)
-		if (extents_release(x, x->pending[i].start, x->pending[i].len))
-			pr_warn("unwinder: out of memory: %u map entries are lost until restart",
-				x->pending[i].len);
-	x->nr_pending = 0;
+	if (lost)
+		pr_warn("unwinder: out of memory: %llu map entries are lost until restart",
+			(unsigned long long)lost);
 }
 
 /* ---- Tables ---- */
@@ -345,7 +244,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 	}
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
-	if (extents_init(&u->rows, opts->max_rows) || extents_init(&u->maps, opts->max_maps)) {
+	if (extents__init(&u->rows, opts->max_rows) || extents__init(&u->maps, opts->max_maps)) {
 		unwinder__free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -392,8 +291,8 @@ void unwinder__free(struct unwinder *u)
 	}
 	hashmap__fini(&u->tables);
 	hashmap__fini(&u->processes);
-	extents_fini(&u->rows);
-	extents_fini(&u->maps);
+	extents__fini(&u->rows);
+	extents__fini(&u->maps);
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);
 	close(u->done_fd);
@@ -536,7 +435,7 @@ static bool evict_one(struct unwinder *u)
 		return false;
 	hashmap__delete(&u->tables, victim->key);
 	exe_remove_all(u, victim);
-	extents_defer(&u->rows, victim->row_start, victim->nr_rows);
+	defer(&u->rows, victim->row_start, victim->nr_rows);
 	u->st.tables--;
 	u->st.rows -= victim->nr_rows;
 	u->st.tables_evicted++;
@@ -598,8 +497,8 @@ static int upload_table(struct unwinder *u, struct table *t)
 		return -E2BIG;
 	/* Evicted tables' rows come free only after the next grace period: evict no more than
 	 * what could make room then, and wait for it. */
-	while ((start = extents_alloc(&u->rows, n)) < 0)
-		if (extents_pending(&u->rows) >= n || !evict_one(u))
+	while ((start = extents__alloc(&u->rows, n)) < 0)
+		if (extents__deferred(&u->rows) >= n || !evict_one(u))
 			return -ENOSPC;
 	t->base = b->rows[0].pc;
 	for (done = 0; done < n && !err; done += i) {
@@ -608,7 +507,7 @@ static int upload_table(struct unwinder *u, struct table *t)
 		err = upload(u->opts.rows_fd, (uint32_t)start + done, rows, sizeof(rows[0]), i);
 	}
 	if (err) {
-		extents_release(&u->rows, (uint32_t)start, n);
+		release(&u->rows, (uint32_t)start, n);
 		return err;
 	}
 	t->row_start = (uint32_t)start;
@@ -684,7 +583,7 @@ static void table_put(struct unwinder *u, struct table *t)
 	hashmap__delete(&u->tables, t->key);
 	if (t->state == TABLE_READY) {
 		exe_remove_all(u, t);
-		extents_defer(&u->rows, t->row_start, t->nr_rows);
+		defer(&u->rows, t->row_start, t->nr_rows);
 		u->st.tables--;
 		u->st.rows -= t->nr_rows;
 	}
@@ -752,7 +651,7 @@ static void unpublish(struct unwinder *u, struct process *p)
 		return;
 	if (bpf_map_delete_elem(u->opts.procs_fd, &key) && errno != ENOENT)
 		pr_debug("unwinder: pid %u: cannot remove: %s", p->tgid, strerror(errno));
-	extents_defer(&u->maps, p->map_start, p->nr_published);
+	defer(&u->maps, p->map_start, p->nr_published);
 	p->nr_published = 0;
 	u->st.processes--;
 }
@@ -797,10 +696,10 @@ static void publish(struct unwinder *u, struct process *p)
 		free(ms);
 		return;
 	}
-	start = extents_alloc(&u->maps, n);
+	start = extents__alloc(&u->maps, n);
 	if (start < 0 || upload(u->opts.maps_fd, (uint32_t)start, ms, sizeof(*ms), n)) {
 		if (start >= 0)
-			extents_release(&u->maps, (uint32_t)start, n);
+			release(&u->maps, (uint32_t)start, n);
 		u->st.processes_no_room++;
 		unpublish(u, p);
 		p->dirty = true;
@@ -818,13 +717,13 @@ static void publish(struct unwinder *u, struct process *p)
 	};
 	if (bpf_map_update_elem(u->opts.procs_fd, &key, &entry, BPF_ANY)) {
 		u->st.processes_no_room++;
-		extents_release(&u->maps, (uint32_t)start, n);
+		release(&u->maps, (uint32_t)start, n);
 		unpublish(u, p);
 		p->dirty = true;
 		return;
 	}
 	if (old_nr)
-		extents_defer(&u->maps, old_start, old_nr);
+		defer(&u->maps, old_start, old_nr);
 	else
 		u->st.processes++;
 	p->map_start = (uint32_t)start;
@@ -1019,8 +918,8 @@ void unwinder__grace_period(struct unwinder *u)
 	struct table **waiting = NULL;
 	size_t n = 0, cap = 0, i;
 
-	extents_grace_period(&u->rows);
-	extents_grace_period(&u->maps);
+	grace_period(&u->rows);
+	grace_period(&u->maps);
 	/* Room may have come free for tables that waited for it (collected first: making
 	 * room evicts, which changes the table map). */
 	hashmap__for_each(&u->tables, e) {

@@ -240,6 +240,7 @@ unit_deps_test_symbolizer := libsymbolizer.a
 unit_deps_test_kallsyms := libsymbolizer.a
 unit_deps_test_unwind := libsymbolizer.a
 unit_deps_test_hashmap := agent/hashmap.o
+unit_deps_test_extent := agent/extent.o
 unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
 			  agent/profile.pb-c.o agent/top.o
 unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o agent/log.o \
@@ -247,7 +248,7 @@ unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o 
 unit_deps_test_procfs := agent/procfs.o agent/util.o
 unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o agent/metadata.o \
 			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o agent/kubernetes.o \
-			  agent/http.o agent/targets.o agent/unwinder.o \
+			  agent/http.o agent/targets.o agent/unwinder.o agent/extent.o \
 			  libsymbolizer.a
 unit_deps_test_metadata := agent/metadata.o
 unit_deps_test_kubernetes := agent/kubernetes.o agent/http.o agent/hashmap.o agent/log.o \

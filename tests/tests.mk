@@ -234,6 +234,10 @@ CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
 UNIT_CFLAGS := -Wno-missing-prototypes -Wno-strict-prototypes \
 	       -DFIXTURE_DIR='"$(abspath $(FIXTURE_DIR))"' -DFIXTURE_SRC='"$(abspath tests/data/src)"'
 
+# The unwinder and its parts (agent/unwinder_internal.h), for tests that link the unwinder.
+UNWINDER_OBJS := agent/unwinder.o agent/unwind_cache.o agent/unwind_build.o \
+		 agent/unwind_publish.o agent/extent.o
+
 # What each test links besides itself: symbolizer tests the archive alone.
 unit_deps_test_procmaps := libsymbolizer.a
 unit_deps_test_symbolizer := libsymbolizer.a
@@ -241,6 +245,7 @@ unit_deps_test_kallsyms := libsymbolizer.a
 unit_deps_test_unwind := libsymbolizer.a
 unit_deps_test_hashmap := agent/hashmap.o
 unit_deps_test_extent := agent/extent.o
+unit_deps_test_unwind_cache := agent/unwind_cache.o agent/hashmap.o libsymbolizer.a
 unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
 			  agent/profile.pb-c.o agent/top.o
 unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o agent/log.o \
@@ -248,8 +253,7 @@ unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o 
 unit_deps_test_procfs := agent/procfs.o agent/util.o
 unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o agent/metadata.o \
 			  agent/log.o agent/window.o agent/profile.o agent/drain.o agent/sampler.o agent/kubernetes.o \
-			  agent/http.o agent/targets.o agent/unwinder.o agent/extent.o \
-			  libsymbolizer.a
+			  agent/http.o agent/targets.o $(UNWINDER_OBJS) libsymbolizer.a
 unit_deps_test_metadata := agent/metadata.o
 unit_deps_test_kubernetes := agent/kubernetes.o agent/http.o agent/hashmap.o agent/log.o \
 			     agent/util.o

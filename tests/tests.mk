@@ -234,12 +234,18 @@ CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
 UNIT_CFLAGS := -Wno-missing-prototypes -Wno-strict-prototypes \
 	       -DFIXTURE_DIR='"$(abspath $(FIXTURE_DIR))"' -DFIXTURE_SRC='"$(abspath tests/data/src)"'
 
+# The unwinder and its parts (agent/unwinder_internal.h), for tests that link the unwinder.
+UNWINDER_OBJS := agent/unwinder.o agent/unwind_cache.o agent/unwind_build.o \
+		 agent/unwind_publish.o agent/extent.o
+
 # What each test links besides itself: symbolizer tests the archive alone.
 unit_deps_test_procmaps := libsymbolizer.a
 unit_deps_test_symbolizer := libsymbolizer.a
 unit_deps_test_kallsyms := libsymbolizer.a
 unit_deps_test_unwind := libsymbolizer.a
 unit_deps_test_hashmap := agent/hashmap.o
+unit_deps_test_extent := agent/extent.o
+unit_deps_test_unwind_cache := agent/unwind_cache.o agent/hashmap.o libsymbolizer.a
 unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
 			  agent/profile.pb-c.o agent/top.o
 unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o agent/log.o \

@@ -164,8 +164,10 @@ static int start_kubernetes(struct agent *a, const struct agent_config *cfg, con
 	ko.api_url = url;
 	a->kube = kube__new(&ko);
 	if (!a->kube) {
-		pr_err("cannot start the Kubernetes client: %s", strerror(errno));
-		return -errno;
+		int err = -errno;
+
+		pr_err("cannot start the Kubernetes client: %s", strerror(-err));
+		return err;
 	}
 	pr_info("naming pods of node %s from the Kubernetes API", cfg->node_name);
 	return 0;

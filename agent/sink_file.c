@@ -199,8 +199,9 @@ int file_sink__prune(struct file_sink *fs)
 		return -errno;
 	d = fdopendir(fd);
 	if (!d) {
+		err = -errno;
 		close(fd);
-		return -errno;
+		return err;
 	}
 	rewinddir(d);
 	while ((de = readdir(d))) {

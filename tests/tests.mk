@@ -258,6 +258,7 @@ unit_deps_test_split := agent/split.o agent/profile.o agent/pprof.o agent/hashma
 unit_deps_test_upload := agent/uploader.o agent/spool.o agent/pyroscope.o agent/http.o \
 			 agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/push.pb-c.o
 unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
+unit_deps_test_util := agent/util.o libsymbolizer.a
 unit_deps_test_cpulist := agent/sampler.o agent/log.o
 
 $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)

@@ -557,8 +557,6 @@ static int do_window(struct agent *a)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	if (a->server)
-		targets__reset(server_sink__targets(a->server));
 	err = window_builder__add(a->builder, &dw, seq, p, &ws);
 	if (err) {
 		pr_err("window %" PRIu64 ": cannot build the profile: %s", seq, strerror(-err));

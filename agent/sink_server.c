@@ -250,10 +250,10 @@ int server_sink__send(struct server_sink *s, const struct profile *p, uint64_t s
 	int err;
 
 	memset(stats, 0, sizeof(*stats));
-	err = profile_split(p, (uint32_t)targets__count(s->targets), &s->split, &r);
+	err = profile_split(p, (uint32_t)targets__count(s->targets, seq), &s->split, &r);
 	for (i = 0; i < r.nr; i++) {
 		struct split_part *part = &r.parts[i];
-		const struct target *t = targets__get(s->targets, part->group);
+		const struct target *t = targets__get(s->targets, seq, part->group);
 
 		pr_debug("window %" PRIu64 ": %s: %" PRIu64 " samples, %zu bytes (%zu raw)%s", seq,
 			 t->service_name, part->samples, part->len, part->raw_len,

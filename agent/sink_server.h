@@ -38,13 +38,14 @@ struct server_sink *server_sink__new(const struct agent_config *cfg, const char 
 /* Flush for up to flush_ns, keep what is left in the spool, free. NULL is fine. */
 void server_sink__free(struct server_sink *s, uint64_t flush_ns);
 
-/* The targets the window builder groups samples by. Borrowed. */
+/* The targets the window builder resolves samples into, per window (targets.h). Borrowed. */
 struct targets *server_sink__targets(struct server_sink *s);
 
 /*
- * Split p (whose sample groups are this window's targets) and queue its parts, for the window
- * that started at time_ns (Unix ns) and lasted duration_ns. Never blocks on the network.
- * Returns 0 or -errno (the window's server profiles are then lost, counted by the caller).
+ * Split p of window seq (whose sample groups are that window's targets) and queue its parts,
+ * for the window that started at p->opts.time_ns (Unix ns) and lasted p->opts.duration_ns.
+ * Never blocks on the network. Returns 0 or -errno (the window's server profiles are then
+ * lost, counted by the caller).
  */
 int server_sink__send(struct server_sink *s, const struct profile *p, uint64_t seq,
 		      struct server_window_stats *stats) __must_check;

@@ -263,8 +263,7 @@ static void test_config_errors(void **state)
 static void test_reference_lists_every_setting(void **state)
 {
 	char *out = NULL;
-	size_t len = 0, nr, i;
-	const struct option_desc *t = option_table(&nr);
+	size_t len = 0, nr = option_count(), i;
 	char needle[96];
 	FILE *f = open_memstream(&out, &len);
 
@@ -272,10 +271,13 @@ static void test_reference_lists_every_setting(void **state)
 	config_reference(f);
 	fclose(f);
 	for (i = 0; i < nr; i++) {
-		snprintf(needle, sizeof(needle), "`--%s", t[i].name);
-		if ((t[i].flags & OPT_HIDDEN) ? strstr(out, needle) != NULL : !strstr(out, needle))
-			fail_msg("reference and --%s disagree", t[i].name);
+		const struct option_desc *t = option_at(i);
+
+		snprintf(needle, sizeof(needle), "`--%s", t->name);
+		if ((t->flags & OPT_HIDDEN) ? strstr(out, needle) != NULL : !strstr(out, needle))
+			fail_msg("reference and --%s disagree", t->name);
 	}
+	assert_null(option_at(nr));
 	free(out);
 }
 

@@ -5,7 +5,9 @@
  * over the environment and the environment over the file. Each source is read into a list
  * of (setting, value, origin) first; then, per setting, the values of the strongest source
  * that has it are checked and stored by the option table's parser, so that an error can
- * always say where the bad value came from.
+ * always say where the bad value came from. The errors about settings (a value, a source,
+ * settings that do not go together) are written here, to the caller's err stream, as one
+ * "ignis: ..." line each.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -85,6 +87,21 @@ void config_fini(struct agent_config *cfg)
 			slices[i]->fini(cfg);
 	config_trace_free(cfg->trace);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+int config_check(struct agent_config *cfg, FILE *err)
+{
+	char why[8192]; /* two paths and more */
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(slices); i++) {
+		why[0] = '\0';
+		if (slices[i]->check && slices[i]->check(cfg, why, sizeof(why))) {
+			fprintf(err, "ignis: %s\n", why);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 /* ---- Sources ---------------------------------------------------------------------------- */

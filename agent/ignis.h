@@ -42,6 +42,13 @@
  * two to the same behaviour. */
 int grow_array(void **arr, size_t *cap, size_t want, size_t elem_size) __must_check;
 
+/*
+ * libbpf's opts habit: an options struct starts with size_t sz, set by the caller to
+ * sizeof(its struct). The agent's modules are built together, so any other size (or a NULL
+ * opts) is a caller that did not set sz: the constructor refuses it with EINVAL.
+ */
+#define OPTS_VALID(opts) ((opts) && (opts)->sz == sizeof(*(opts)))
+
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in ns. */
 uint64_t now_mono_ns(void);
 uint64_t now_real_ns(void);

@@ -711,7 +711,7 @@ int main(int argc, char **argv)
 	struct proctab_opts po = { 0 };
 	struct sampler_opts sopts = { 0 };
 	struct window_builder_opts wo = { 0 };
-	struct file_sink_opts fo = { 0 };
+	struct file_sink_opts fo = { .sz = sizeof(fo) };
 	char *kube_url = NULL;
 	int err, ret = 1;
 
@@ -758,8 +758,15 @@ int main(int argc, char **argv)
 		snprintf(a.hostname, sizeof(a.hostname), "%s", cfg.node_name);
 	else if (gethostname(a.hostname, sizeof(a.hostname) - 1))
 		snprintf(a.hostname, sizeof(a.hostname), "localhost");
+	if (config_check(&cfg, stderr)) {
+		ret = 2;
+		goto cleanup;
+	}
 	if (cfg.server_url) {
-		a.server = server_sink__new(&cfg, a.hostname);
+		struct server_sink_opts sso;
+
+		config_server_sink_opts(&cfg, a.hostname, &sso);
+		a.server = server_sink__new(&sso);
 		if (!a.server) {
 			ret = errno == EINVAL ? 2 : 1;
 			goto cleanup;

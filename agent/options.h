@@ -146,6 +146,20 @@ int config_load(struct agent_config *cfg, int argc, char **argv, char **envp,
 /* Parse argv only (for tests and tools). As config_load() without file and environment. */
 int config_parse_args(struct agent_config *cfg, int argc, char **argv, FILE *err) __must_check;
 
+/*
+ * Check the settings that only make sense together (for the server: credentials and TLS
+ * files, with --server-url only) and read the secrets that come from files into cfg, once,
+ * after config_load() and the actions. On a problem writes one line saying what to fix to
+ * err and returns -EINVAL; warns (pr_warn) about settings that work but are unsafe.
+ */
+int config_check(struct agent_config *cfg, FILE *err) __must_check;
+
+struct server_sink_opts;
+
+/* The server sink's options from a checked cfg (server_url set); strings borrowed from cfg. */
+void config_server_sink_opts(const struct agent_config *cfg, const char *hostname,
+			     struct server_sink_opts *opts);
+
 /* The usage text, from the option table. */
 void config_usage(FILE *out);
 

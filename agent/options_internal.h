@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Shared by the options files. Each of them exports its slice of the option table (the
- * entries, with the defaults and cleanup of the fields they fill);
+ * entries, with the defaults, cleanup and cross-setting checks of the fields they fill);
  * config.c assembles the table from the slices and is the only file that walks it. The
  * slices use the value helpers of options.c and nothing of config.c, so the files form no
  * cycle: config.c -> options_server.c -> options.c, config.c -> options.c.
@@ -22,6 +22,10 @@ struct option_slice {
 	size_t nr;
 	void (*init)(struct agent_config *cfg); /* set the defaults of its fields, or NULL */
 	void (*fini)(struct agent_config *cfg); /* free its fields, or NULL */
+	/* Settings of the slice that only make sense together, checked once after loading
+	 * (config_check()): 0, or -EINVAL with what to fix written into why. May complete
+	 * cfg (a secret read from its file). NULL: nothing to check. */
+	int (*check)(struct agent_config *cfg, char *why, size_t len);
 };
 
 /* In the order of the table: --config and the agent's own settings, then the server's,

@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The settings of the server sink: where, how to authenticate, how much to queue, and how
- * to name what is sent: their slice of the option table.
+ * to name what is sent. Their slice of the option table, the check of those that only make
+ * sense together, and the server sink's options made from them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "options_internal.h"
+#include "sink_server.h"
 #include "targets.h"
+
+#define MAX_SECRET_BYTES 4096
 
 static int opt_server_url(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
@@ -287,6 +294,137 @@ static void server_fini(struct agent_config *cfg)
 	option_list_free(cfg->sample_labels, cfg->nr_sample_labels);
 }
 
+/* ---- Settings that only make sense together ------------------------------------------- */
+
+/* A secret from a file: one line, at most MAX_SECRET_BYTES, into *out (malloc'd). */
+static int read_secret(const char *path, const char *what, char **out, char *why, size_t len)
+{
+	char buf[MAX_SECRET_BYTES + 1];
+	struct stat st;
+	ssize_t n;
+	size_t end;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return WHY("%s %s: cannot read it: %s", what, path, strerror(errno));
+	if (!fstat(fd, &st) && (st.st_mode & S_IROTH))
+		pr_warn("%s %s is readable by every user: make it 0600 or 0640", what, path);
+	n = read(fd, buf, MAX_SECRET_BYTES + 1);
+	err = n < 0 ? errno : 0;
+	close(fd);
+	if (n < 0 || n > MAX_SECRET_BYTES)
+		return WHY("%s %s: %s", what, path,
+			   n < 0 ? strerror(err) : "longer than 4096 bytes");
+	buf[n] = '\0';
+	end = strcspn(buf, "\r\n");
+	buf[end] = '\0';
+	if (!end)
+		return WHY("%s %s is empty", what, path);
+	*out = strdup(buf);
+	return *out ? 0 : WHY("out of memory");
+}
+
+static int readable_file(const char *path, const char *flag, char *why, size_t len)
+{
+	if (!path || !access(path, R_OK))
+		return 0;
+	return WHY("--%s %s: cannot read it: %s", flag, path, strerror(errno));
+}
+
+static int check_combinations(const struct agent_config *cfg, char *why, size_t len)
+{
+	int err = readable_file(cfg->tls_ca_file, "tls-ca-file", why, len);
+
+	if (!err)
+		err = readable_file(cfg->tls_cert_file, "tls-cert-file", why, len);
+	if (!err)
+		err = readable_file(cfg->tls_key_file, "tls-key-file", why, len);
+	if (!err)
+		err = readable_file(cfg->bearer_token_file, "bearer-token-file", why, len);
+	if (err)
+		return err;
+	if (!cfg->tls_cert_file != !cfg->tls_key_file)
+		return WHY("--tls-cert-file and --tls-key-file go together");
+	if ((cfg->basic_auth_password || cfg->basic_auth_password_file) && !cfg->basic_auth_user)
+		return WHY("a basic auth password needs --basic-auth-user");
+	if (cfg->basic_auth_password && cfg->basic_auth_password_file)
+		return WHY("give the basic auth password once: either "
+			   "--basic-auth-password-file or basic_auth_password");
+	if (cfg->basic_auth_user && !cfg->basic_auth_password && !cfg->basic_auth_password_file)
+		return WHY("--basic-auth-user needs a password: "
+			   "--basic-auth-password-file FILE or IGNIS_BASIC_AUTH_PASSWORD");
+	if (cfg->basic_auth_user && cfg->bearer_token_file)
+		return WHY("choose basic auth or --bearer-token-file, not both");
+	if ((cfg->tls_ca_file || cfg->tls_cert_file || cfg->tls_insecure) &&
+	    strncmp(cfg->server_url, "https://", 8))
+		return WHY("TLS settings given, but --server-url %s is not https://",
+			   cfg->server_url);
+	return 0;
+}
+
+/*
+ * With --server-url only: the combinations, then the password file, read into
+ * basic_auth_password (so that an unreadable or empty file is a config error), then the
+ * warnings about settings that work but are unsafe.
+ */
+static int server_check(struct agent_config *cfg, char *why, size_t len)
+{
+	int err;
+
+	if (!cfg->server_url)
+		return 0;
+	err = check_combinations(cfg, why, len);
+	if (!err && cfg->basic_auth_password_file)
+		err = read_secret(cfg->basic_auth_password_file, "--basic-auth-password-file",
+				  &cfg->basic_auth_password, why, len);
+	if (err)
+		return err;
+	if (cfg->tls_insecure)
+		pr_warn("TLS VERIFICATION IS OFF (--tls-insecure-skip-verify): anyone between this "
+			"host and %s can read and change the profiles and the credentials sent",
+			cfg->server_url);
+	if ((cfg->basic_auth_password || cfg->bearer_token_file) &&
+	    !strncmp(cfg->server_url, "http://", 7))
+		pr_warn("credentials go to %s in clear text: use https://", cfg->server_url);
+	return 0;
+}
+
+void config_server_sink_opts(const struct agent_config *cfg, const char *hostname,
+			     struct server_sink_opts *o)
+{
+	*o = (struct server_sink_opts){
+		.sz = sizeof(*o),
+		.url = cfg->server_url,
+		.ingest = cfg->pyroscope_ingest,
+		.hostname = hostname,
+		.service_name_rules = cfg->service_name_rules,
+		.nr_service_name_rules = cfg->nr_service_name_rules,
+		.labels = cfg->labels,
+		.nr_labels = cfg->nr_labels,
+		.sample_labels = cfg->sample_labels,
+		.nr_sample_labels = cfg->nr_sample_labels,
+		.max_profile_bytes = cfg->upload_max_bytes,
+		.max_profile_samples = cfg->upload_max_samples,
+		.connect_timeout_sec = cfg->upload_connect_timeout_sec,
+		.timeout_sec = cfg->upload_timeout_sec,
+		.tls_ca_file = cfg->tls_ca_file,
+		.tls_cert_file = cfg->tls_cert_file,
+		.tls_key_file = cfg->tls_key_file,
+		.tls_insecure = cfg->tls_insecure,
+		.basic_auth_user = cfg->basic_auth_user,
+		.basic_auth_password = cfg->basic_auth_password,
+		.bearer_token_file = cfg->bearer_token_file,
+		.tenant_id = cfg->tenant_id,
+		.headers = cfg->headers,
+		.nr_headers = cfg->nr_headers,
+		.workers = cfg->upload_concurrency,
+		.queue_max_bytes = cfg->queue_max_bytes,
+		.spool_dir = cfg->spool_dir,
+		.spool_max_bytes = cfg->spool_max_bytes,
+		.max_age_sec = cfg->upload_max_age_sec,
+	};
+}
+
 /* ---- The slice -------------------------------------------------------------------------- */
 
 static const struct option_desc server_options[] = {
@@ -355,4 +493,5 @@ const struct option_slice server_option_slice = {
 	.nr = ARRAY_SIZE(server_options),
 	.init = server_init,
 	.fini = server_fini,
+	.check = server_check,
 };

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Where settings come from: the command line, the environment and a YAML file (libyaml),
- * with flags winning over the environment and the environment over the file. Each source
- * is read into a list of (setting, value, origin) first; then, per setting, the values of
- * the strongest source that has it are checked and stored by the option table's parser, so
- * that an error can always say where the bad value came from.
+ * The option table, assembled from the slices the options files export, and where settings
+ * come from: the command line, the environment and a YAML file (libyaml), with flags winning
+ * over the environment and the environment over the file. Each source is read into a list
+ * of (setting, value, origin) first; then, per setting, the values of the strongest source
+ * that has it are checked and stored by the option table's parser, so that an error can
+ * always say where the bad value came from. The errors about settings (a value, a source,
+ * settings that do not go together) are written here, to the caller's err stream, as one
+ * "ignis: ..." line each.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,7 +16,95 @@
 #include <strings.h>
 #include <yaml.h>
 
-#include "options.h"
+#include "options_internal.h"
+
+/* ---- The table --------------------------------------------------------------------------- */
+
+/* In the order of --help and the reference. */
+static const struct option_slice *const slices[] = {
+	&agent_option_slice,
+	&server_option_slice,
+	&action_option_slice,
+};
+
+size_t option_count(void)
+{
+	size_t i, nr = 0;
+
+	for (i = 0; i < ARRAY_SIZE(slices); i++)
+		nr += slices[i]->nr;
+	return nr;
+}
+
+const struct option_desc *option_at(size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < ARRAY_SIZE(slices); i -= slices[j++]->nr)
+		if (i < slices[j]->nr)
+			return &slices[j]->options[i];
+	return NULL;
+}
+
+const struct option_desc *option_find(const char *name)
+{
+	size_t nr = option_count(), i, j;
+
+	for (i = 0; i < nr; i++) {
+		const char *n = option_at(i)->name;
+
+		for (j = 0; n[j] && name[j]; j++)
+			if (name[j] != n[j] && !(n[j] == '-' && name[j] == '_'))
+				break;
+		if (!n[j] && !name[j])
+			return option_at(i);
+	}
+	return NULL;
+}
+
+int option_apply(struct agent_config *cfg, const struct option_desc *o, const char *value,
+		 char *why, size_t len)
+{
+	return o->parse(cfg, value, why, len);
+}
+
+void config_init(struct agent_config *cfg)
+{
+	size_t i;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (i = 0; i < ARRAY_SIZE(slices); i++)
+		if (slices[i]->init)
+			slices[i]->init(cfg);
+}
+
+void config_fini(struct agent_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(slices); i++)
+		if (slices[i]->fini)
+			slices[i]->fini(cfg);
+	config_trace_free(cfg->trace);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+int config_check(struct agent_config *cfg, FILE *err)
+{
+	char why[8192]; /* two paths and more */
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(slices); i++) {
+		why[0] = '\0';
+		if (slices[i]->check && slices[i]->check(cfg, why, sizeof(why))) {
+			fprintf(err, "ignis: %s\n", why);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* ---- Sources ---------------------------------------------------------------------------- */
 
 struct setting {
 	const struct option_desc *o;
@@ -76,8 +167,8 @@ static int add(struct settings *s, const struct option_desc *o, const char *valu
 
 static int from_argv(struct settings *out, int argc, char **argv, FILE *err)
 {
-	size_t nr, i;
-	const struct option_desc *table = option_table(&nr), *o;
+	size_t nr = option_count(), i;
+	const struct option_desc *o;
 	struct option *longopts = calloc(nr + 1, sizeof(*longopts));
 	char *shortopts = calloc(2 * nr + 3, 1), *sp, origin[192];
 	int c, ret = 0;
@@ -89,20 +180,22 @@ static int from_argv(struct settings *out, int argc, char **argv, FILE *err)
 	/* getopt_long returns 256 + the option's index, or the letter of a short option.
 	 * Secret settings have no command-line form: argv is visible to every user. */
 	for (i = 0, c = 0; i < nr; i++) {
-		if (table[i].flags & OPT_SECRET)
+		o = option_at(i);
+		if (o->flags & OPT_SECRET)
 			continue;
 		longopts[c++] = (struct option){
-			.name = table[i].name,
-			.has_arg = table[i].flags & OPT_FLAG ? no_argument : required_argument,
+			.name = o->name,
+			.has_arg = o->flags & OPT_FLAG ? no_argument : required_argument,
 			.val = 256 + (int)i,
 		};
 	}
 	strcpy(shortopts, "+:");
 	for (i = 0, sp = shortopts + 2; i < nr; i++) {
-		if (!table[i].short_name)
+		o = option_at(i);
+		if (!o->short_name)
 			continue;
-		*sp++ = table[i].short_name;
-		if (!(table[i].flags & OPT_FLAG))
+		*sp++ = o->short_name;
+		if (!(o->flags & OPT_FLAG))
 			*sp++ = ':';
 	}
 
@@ -117,7 +210,7 @@ static int from_argv(struct settings *out, int argc, char **argv, FILE *err)
 		if (c == '?') {
 			if (optopt >= 256)
 				fprintf(err, "ignis: --%s takes no value\n",
-					table[optopt - 256].name);
+					option_at((size_t)optopt - 256)->name);
 			else if (optopt)
 				fprintf(err, "ignis: -%c: unknown option\n", optopt);
 			else
@@ -126,11 +219,11 @@ static int from_argv(struct settings *out, int argc, char **argv, FILE *err)
 			goto out;
 		}
 		if (c < 256) {
-			for (i = 0; i < nr && table[i].short_name != c; i++)
+			for (i = 0; i < nr && option_at(i)->short_name != c; i++)
 				;
 			c = 256 + (int)i;
 		}
-		o = &table[c - 256];
+		o = option_at((size_t)c - 256);
 		snprintf(origin, sizeof(origin), "--%s", o->name);
 		ret = add(out, o, o->flags & OPT_FLAG ? "true" : optarg, origin);
 		if (ret)
@@ -178,24 +271,24 @@ static int add_values(struct settings *out, const struct option_desc *o, const c
 
 static int from_env(struct settings *out, char **envp, FILE *err)
 {
-	size_t nr, i;
-	const struct option_desc *table = option_table(&nr);
+	size_t nr = option_count(), i;
 	char name[128], origin[192];
 	int ret;
 
 	/* Third-party variables first: IGNIS_* of the same setting, added after, wins. */
 	for (i = 0; i < nr; i++) {
-		size_t alen = table[i].env_alias ? strlen(table[i].env_alias) : 0;
+		const struct option_desc *a = option_at(i);
+		size_t alen = a->env_alias ? strlen(a->env_alias) : 0;
 		const char *v = NULL;
 		char **e;
 
 		for (e = envp; alen && e && *e; e++)
-			if (!strncmp(*e, table[i].env_alias, alen) && (*e)[alen] == '=')
+			if (!strncmp(*e, a->env_alias, alen) && (*e)[alen] == '=')
 				v = *e + alen + 1;
 		if (!v)
 			continue;
-		snprintf(origin, sizeof(origin), "environment %s", table[i].env_alias);
-		ret = add_values(out, &table[i], v, origin, err);
+		snprintf(origin, sizeof(origin), "environment %s", a->env_alias);
+		ret = add_values(out, a, v, origin, err);
 		if (ret)
 			return ret;
 	}
@@ -371,8 +464,7 @@ static int from_file(struct settings *out, const char *path, FILE *err)
 
 static int apply(struct agent_config *cfg, struct settings *levels[], size_t nr_levels, FILE *err)
 {
-	size_t nr, i, l, j;
-	const struct option_desc *table = option_table(&nr);
+	size_t nr = option_count(), i, l, j;
 	struct config_trace *t;
 	char why[256];
 	int ret;
@@ -384,7 +476,7 @@ static int apply(struct agent_config *cfg, struct settings *levels[], size_t nr_
 	config_trace_free(cfg->trace);
 	cfg->trace = t;
 	for (i = 0; i < nr; i++) {
-		const struct option_desc *o = &table[i];
+		const struct option_desc *o = option_at(i);
 		size_t used = 0, vlen = 0;
 
 		/* The strongest level that sets it; levels are listed strongest first. */
@@ -474,6 +566,34 @@ int config_parse_args(struct agent_config *cfg, int argc, char **argv, FILE *err
 
 /* ---- Output ------------------------------------------------------------------------------ */
 
+void config_usage(FILE *out)
+{
+	size_t nr = option_count(), i;
+
+	fprintf(out, "Usage: ignis [OPTION]...\n"
+		     "Profile every process on this host and write one pprof per window.\n\n");
+	for (i = 0; i < nr; i++) {
+		const struct option_desc *o = option_at(i);
+		char left[64];
+
+		if (o->flags & (OPT_HIDDEN | OPT_SECRET))
+			continue;
+		if (o->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		fprintf(out, "  %-32s %s", left, o->help);
+		if (o->def)
+			fprintf(out, " (default: %s)", o->def);
+		fputc('\n', out);
+	}
+	fprintf(out, "\nEvery setting but the actions can also come from the environment "
+		     "(--foo-bar: IGNIS_FOO_BAR)\nand from the --config file (foo_bar: ...); flags "
+		     "win over the environment,\nwhich wins over the file.\n");
+}
+
 static void yaml_string(FILE *out, const char *s)
 {
 	fputc('"', out);
@@ -499,13 +619,12 @@ static void key_of(const struct option_desc *o, char *buf, size_t size)
 
 void config_print(const struct agent_config *cfg, FILE *out)
 {
-	size_t nr, i;
-	const struct option_desc *table = option_table(&nr);
+	size_t nr = option_count(), i;
 	char key[64];
 
 	fprintf(out, "# ignis: effective configuration (secrets redacted)\n");
 	for (i = 0; i < nr; i++) {
-		const struct option_desc *o = &table[i];
+		const struct option_desc *o = option_at(i);
 		const char *value = cfg->trace && i < cfg->trace->nr ? cfg->trace->e[i].value :
 								       NULL;
 
@@ -546,14 +665,13 @@ void config_print(const struct agent_config *cfg, FILE *out)
 
 void config_reference(FILE *out)
 {
-	size_t nr, i;
-	const struct option_desc *table = option_table(&nr);
+	size_t nr = option_count(), i;
 	char key[64], env[80];
 
 	fprintf(out, "| flag | environment | file key | default | meaning |\n"
 		     "| --- | --- | --- | --- | --- |\n");
 	for (i = 0; i < nr; i++) {
-		const struct option_desc *o = &table[i];
+		const struct option_desc *o = option_at(i);
 		size_t j;
 
 		if (o->flags & OPT_HIDDEN)

@@ -22,7 +22,6 @@
 #include "sink_file.h"
 #include "sink_server.h"
 #include "stats.h"
-#include "targets.h"
 #include "top.h"
 #include "unwinder.h"
 #include "window.h"
@@ -310,8 +309,6 @@ static int build(struct cycle *c, struct window *w, unsigned int idle)
 	w->p = profile__new(&w->po);
 	if (!w->p)
 		return -ENOMEM;
-	if (c->opts.server)
-		targets__reset(server_sink__targets(c->opts.server));
 	err = window_builder__add(c->opts.builder, &w->dw, w->seq, w->p, &w->ws);
 	if (err) {
 		pr_err("window %" PRIu64 ": cannot build the profile: %s", w->seq, strerror(-err));

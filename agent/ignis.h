@@ -36,8 +36,18 @@
 #endif
 
 /* Grow *arr to hold at least want elements of elem_size bytes, doubling; overflow-checked.
- * Returns 0 or -ENOMEM (then *arr and *cap are unchanged). */
+ * Returns 0 or -ENOMEM (then *arr and *cap are unchanged).
+ * Keep in sync with sym_grow() in symbolizer/symtab.c: the symbolizer links nothing of the
+ * agent (STYLE.md section 1), so each side has its copy; tests/unit/test_util.c holds the
+ * two to the same behaviour. */
 int grow_array(void **arr, size_t *cap, size_t want, size_t elem_size) __must_check;
+
+/*
+ * libbpf's opts habit: an options struct starts with size_t sz, set by the caller to
+ * sizeof(its struct). The agent's modules are built together, so any other size (or a NULL
+ * opts) is a caller that did not set sz: the constructor refuses it with EINVAL.
+ */
+#define OPTS_VALID(opts) ((opts) && (opts)->sz == sizeof(*(opts)))
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in ns. */
 uint64_t now_mono_ns(void);

@@ -324,7 +324,8 @@ static int start_windows(struct agent *a, bool kernel_symbols)
 		.fp_step_ok = a->unwinder ? fp_step_ok : NULL,
 		.fp_step_ctx = a->unwinder,
 	};
-	struct file_sink_opts fo = { .dir = cfg->output_dir,
+	struct file_sink_opts fo = { .sz = sizeof(fo),
+				     .dir = cfg->output_dir,
 				     .hostname = a->hostname,
 				     .max_bytes = cfg->output_max_bytes,
 				     .max_age_sec = cfg->output_max_age_sec };
@@ -419,8 +420,13 @@ static int configure(struct agent *a, int argc, char **argv, char **kube_url)
 		snprintf(a->hostname, sizeof(a->hostname), "%s", cfg->node_name);
 	else if (gethostname(a->hostname, sizeof(a->hostname) - 1))
 		snprintf(a->hostname, sizeof(a->hostname), "localhost");
+	if (config_check(cfg, stderr))
+		return 2;
 	if (cfg->server_url) {
-		a->server = server_sink__new(cfg, a->hostname);
+		struct server_sink_opts sso;
+
+		config_server_sink_opts(cfg, a->hostname, &sso);
+		a->server = server_sink__new(&sso);
 		if (!a->server)
 			return errno == EINVAL ? 2 : 1;
 	}

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
+/*
+ * The value helpers every options file uses, and two slices of the option table (see
+ * options_internal.h): the agent's own settings (--config, sampling, the local folder,
+ * symbols, metrics, Kubernetes) and the command-line actions.
+ */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +128,32 @@ int option_set_flag(bool *field, bool invert, const char *value, char *why, size
 		return WHY("must be true or false");
 	*field = invert ? !v : v;
 	return 0;
+}
+
+int option_list_add(char ***list, size_t *nr, size_t max, const char *value, char *why, size_t len)
+{
+	char **grown, *copy;
+
+	if (*nr >= max)
+		return WHY("is given too often (at most %zu)", max);
+	copy = strdup(value);
+	grown = copy ? reallocarray(*list, *nr + 1, sizeof(**list)) : NULL;
+	if (!grown) {
+		free(copy);
+		return WHY("out of memory");
+	}
+	grown[(*nr)++] = copy;
+	*list = grown;
+	return 0;
+}
+
+void option_list_free(char **list, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		free(list[i]);
+	free(list);
 }
 
 static int opt_frequency(struct agent_config *cfg, const char *arg, char *why, size_t len)
@@ -412,7 +442,7 @@ static int opt_kubernetes_pod_label(struct agent_config *cfg, const char *arg, c
 
 #define SA "/var/run/secrets/kubernetes.io/serviceaccount"
 
-static const struct option_desc options[] = {
+static const struct option_desc agent_options[] = {
 	{ "config", 'c', "FILE", "read settings from this YAML file (IGNIS_CONFIG)", NULL,
 	  OPT_CLI_ONLY, NULL, opt_config },
 	{ "frequency", 0, "HZ", "samples per second on each CPU", "100", 0, NULL, opt_frequency },
@@ -472,66 +502,12 @@ static const struct option_desc options[] = {
 	  NULL, opt_kubernetes_ca_file },
 	{ "kubernetes-pod-label", 0, "KEY", "copy this pod label into profiles (repeatable)", NULL,
 	  OPT_REPEATABLE, NULL, opt_kubernetes_pod_label },
-	{ "server-url", 0, "URL",
-	  "send profiles to this Grafana Pyroscope (e.g. http://pyroscope:4040); without "
-	  "--output-dir, nothing is written locally",
-	  NULL, 0, NULL, opt_server_url },
-	{ "pyroscope-api", 0, "API", "push (the Connect push API) or ingest (the /ingest API)",
-	  "push", 0, NULL, opt_pyroscope_api },
-	{ "service-name-rule", 0, "RULE",
-	  "name processes whose executable (exe:GLOB=NAME) or name (comm:GLOB=NAME) matches "
-	  "(repeatable; first match wins)",
-	  NULL, OPT_REPEATABLE, NULL, opt_service_name_rule },
-	{ "label", 0, "NAME=VALUE", "add this label to every series sent (repeatable)", NULL,
-	  OPT_REPEATABLE, NULL, opt_label },
-	{ "sample-labels", 0, "LABEL",
-	  "also send these sample labels: comm, thread_name (each becomes a series label)", NULL,
-	  OPT_REPEATABLE, NULL, opt_sample_labels },
-	{ "tls-ca-file", 0, "FILE", "trust the server certificates this CA file (PEM) signs",
-	  "the system's", 0, NULL, opt_tls_ca_file },
-	{ "tls-cert-file", 0, "FILE", "client certificate (PEM) for mutual TLS", NULL, 0, NULL,
-	  opt_tls_cert_file },
-	{ "tls-key-file", 0, "FILE", "key (PEM) of the client certificate", NULL, 0, NULL,
-	  opt_tls_key_file },
-	{ "tls-insecure-skip-verify", 0, NULL,
-	  "do not verify the server's certificate (unsafe: for tests only)", NULL, OPT_FLAG, NULL,
-	  opt_tls_insecure },
-	{ "basic-auth-user", 0, "USER", "HTTP basic auth user (Grafana Cloud: the stack's user id)",
-	  NULL, 0, NULL, opt_basic_auth_user },
-	{ "basic-auth-password-file", 0, "FILE", "read the basic auth password from FILE", NULL, 0,
-	  NULL, opt_basic_auth_password_file },
-	{ "basic-auth-password", 0, "PASSWORD",
-	  "the basic auth password itself: from the environment or the file, never a flag", NULL,
-	  OPT_SECRET, NULL, opt_basic_auth_password },
-	{ "bearer-token-file", 0, "FILE", "send 'Authorization: Bearer' with the token in FILE",
-	  NULL, 0, NULL, opt_bearer_token_file },
-	{ "tenant-id", 0, "ID", "send X-Scope-OrgID: ID (multi-tenant Pyroscope)", NULL, 0, NULL,
-	  opt_tenant_id },
-	{ "header", 0, "'NAME: VALUE'",
-	  "send this HTTP header with every request (repeatable; shown by ps: no secrets)", NULL,
-	  OPT_REPEATABLE | OPT_REDACT, NULL, opt_header },
-	{ "upload-connect-timeout", 0, "DURATION", "give up connecting after this long", "5s", 0,
-	  NULL, opt_upload_connect_timeout },
-	{ "upload-timeout", 0, "DURATION", "give up on one request after this long", "30s", 0, NULL,
-	  opt_upload_timeout },
-	{ "upload-concurrency", 0, "N", "requests in flight at most", "4", 0, NULL,
-	  opt_upload_concurrency },
-	{ "queue-max-bytes", 0, "SIZE", "memory for profiles waiting to be sent", "16MiB", 0, NULL,
-	  opt_queue_max_bytes },
-	{ "spool-dir", 0, "DIR",
-	  "keep profiles the memory queue cannot hold here, and across restarts", NULL, 0, NULL,
-	  opt_spool_dir },
-	{ "spool-max-bytes", 0, "SIZE", "disk for the spool; past it the oldest profiles go",
-	  "512MiB", 0, NULL, opt_spool_max_bytes },
-	{ "upload-max-age", 0, "DURATION",
-	  "drop profiles not sent within this long (the server refuses older ones)", "1h",
-	  OPT_HIDDEN, NULL, opt_upload_max_age },
-	{ "upload-max-profile-bytes", 0, "SIZE", "tests: per-profile size limit", "2000000",
-	  OPT_HIDDEN, NULL, opt_upload_max_bytes },
-	{ "upload-max-profile-samples", 0, "N", "tests: per-profile sample limit", "16000",
-	  OPT_HIDDEN, NULL, opt_upload_max_samples },
+	/* Hidden: its place in the table shows nowhere. */
 	{ "bench-skip-walk", 0, NULL, "benchmarks only: sample without walking stacks", NULL,
 	  OPT_FLAG | OPT_HIDDEN, NULL, opt_skip_walk },
+};
+
+static const struct option_desc actions[] = {
 	{ "print-config", 0, NULL, "print the effective configuration and exit", NULL,
 	  OPT_FLAG | OPT_CLI_ONLY, NULL, opt_print_config },
 	{ "print-reference", 0, NULL, "print the configuration reference (markdown) and exit", NULL,
@@ -542,37 +518,8 @@ static const struct option_desc options[] = {
 	  opt_help },
 };
 
-const struct option_desc *option_table(size_t *nr)
+static void agent_init(struct agent_config *cfg)
 {
-	*nr = ARRAY_SIZE(options);
-	return options;
-}
-
-const struct option_desc *option_find(const char *name)
-{
-	size_t i, j;
-
-	for (i = 0; i < ARRAY_SIZE(options); i++) {
-		const char *n = options[i].name;
-
-		for (j = 0; n[j] && name[j]; j++)
-			if (name[j] != n[j] && !(n[j] == '-' && name[j] == '_'))
-				break;
-		if (!n[j] && !name[j])
-			return &options[i];
-	}
-	return NULL;
-}
-
-int option_apply(struct agent_config *cfg, const struct option_desc *o, const char *value,
-		 char *why, size_t len)
-{
-	return o->parse(cfg, value, why, len);
-}
-
-void config_init(struct agent_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
 	cfg->frequency_hz = 100;
 	cfg->interval_sec = 10;
 	cfg->output_max_bytes = 256ULL << 20;
@@ -585,18 +532,10 @@ void config_init(struct agent_config *cfg)
 	cfg->symbol_cache_bytes = 64ULL << 20;
 	cfg->debug_dir = strdup("/usr/lib/debug");
 	cfg->debuginfod_timeout_sec = 30;
-	cfg->upload_connect_timeout_sec = 5;
-	cfg->upload_timeout_sec = 30;
-	cfg->upload_concurrency = 4;
-	cfg->queue_max_bytes = 16ULL << 20;
-	cfg->spool_max_bytes = 512ULL << 20;
-	cfg->upload_max_age_sec = 3600;
 }
 
-void config_fini(struct agent_config *cfg)
+static void agent_fini(struct agent_config *cfg)
 {
-	size_t i;
-
 	free(cfg->output_dir);
 	free(cfg->debug_dir);
 	free(cfg->debuginfod_urls);
@@ -606,39 +545,18 @@ void config_fini(struct agent_config *cfg)
 	free(cfg->kubernetes_api_url);
 	free(cfg->kubernetes_token_file);
 	free(cfg->kubernetes_ca_file);
-	for (i = 0; i < cfg->nr_kubernetes_pod_labels; i++)
-		free(cfg->kubernetes_pod_labels[i]);
-	free(cfg->kubernetes_pod_labels);
+	option_list_free(cfg->kubernetes_pod_labels, cfg->nr_kubernetes_pod_labels);
 	free(cfg->config_file);
-	config_server_fini(cfg);
-	config_trace_free(cfg->trace);
-	memset(cfg, 0, sizeof(*cfg));
 }
 
-void config_usage(FILE *out)
-{
-	size_t i;
+const struct option_slice agent_option_slice = {
+	.options = agent_options,
+	.nr = ARRAY_SIZE(agent_options),
+	.init = agent_init,
+	.fini = agent_fini,
+};
 
-	fprintf(out, "Usage: ignis [OPTION]...\n"
-		     "Profile every process on this host and write one pprof per window.\n\n");
-	for (i = 0; i < ARRAY_SIZE(options); i++) {
-		const struct option_desc *o = &options[i];
-		char left[64];
-
-		if (o->flags & (OPT_HIDDEN | OPT_SECRET))
-			continue;
-		if (o->short_name)
-			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
-				 o->arg ? " " : "", o->arg ? o->arg : "");
-		else
-			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
-				 o->arg ? o->arg : "");
-		fprintf(out, "  %-32s %s", left, o->help);
-		if (o->def)
-			fprintf(out, " (default: %s)", o->def);
-		fputc('\n', out);
-	}
-	fprintf(out, "\nEvery setting but the actions can also come from the environment "
-		     "(--foo-bar: IGNIS_FOO_BAR)\nand from the --config file (foo_bar: ...); flags "
-		     "win over the environment,\nwhich wins over the file.\n");
-}
+const struct option_slice action_option_slice = {
+	.options = actions,
+	.nr = ARRAY_SIZE(actions),
+};

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The agent's configuration and the one table that describes every setting (options.c):
- * its command-line form, its environment variable and YAML key (config.c), its help and
- * default, and the parser that checks a value and stores it. The usage text, the README's
+ * The agent's configuration and the one table that describes every setting: its
+ * command-line form, its environment variable and YAML key, its help and default, and the
+ * parser that checks a value and stores it. Each options file holds its slice of the table
+ * (options.c: the agent's settings and the actions; options_server.c: the server's);
+ * config.c assembles it and reads the sources into it. The usage text, the README's
  * configuration reference and --print-config are all made from this table.
  *
  * Names: --foo-bar on the command line, IGNIS_FOO_BAR in the environment, foo_bar in the
@@ -110,8 +112,9 @@ struct option_desc {
 	option_parse_fn parse; /* booleans get "true" or "false" */
 };
 
-/* The table, nr entries. */
-const struct option_desc *option_table(size_t *nr);
+/* The table: option_count() entries, option_at(0) to option_at(option_count() - 1). */
+size_t option_count(void);
+const struct option_desc *option_at(size_t i);
 
 /* The option with this long name ("foo-bar") or file key ("foo_bar"), or NULL. */
 const struct option_desc *option_find(const char *name);
@@ -142,6 +145,20 @@ int config_load(struct agent_config *cfg, int argc, char **argv, char **envp,
 
 /* Parse argv only (for tests and tools). As config_load() without file and environment. */
 int config_parse_args(struct agent_config *cfg, int argc, char **argv, FILE *err) __must_check;
+
+/*
+ * Check the settings that only make sense together (for the server: credentials and TLS
+ * files, with --server-url only) and read the secrets that come from files into cfg, once,
+ * after config_load() and the actions. On a problem writes one line saying what to fix to
+ * err and returns -EINVAL; warns (pr_warn) about settings that work but are unsafe.
+ */
+int config_check(struct agent_config *cfg, FILE *err) __must_check;
+
+struct server_sink_opts;
+
+/* The server sink's options from a checked cfg (server_url set); strings borrowed from cfg. */
+void config_server_sink_opts(const struct agent_config *cfg, const char *hostname,
+			     struct server_sink_opts *opts);
 
 /* The usage text, from the option table. */
 void config_usage(FILE *out);

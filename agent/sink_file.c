@@ -54,13 +54,19 @@ static int make_dirs(const char *path)
 
 struct file_sink *file_sink__new(const struct file_sink_opts *opts)
 {
-	struct file_sink *fs = calloc(1, sizeof(*fs));
-	const char *h = opts->hostname && *opts->hostname ? opts->hostname : "localhost";
+	struct file_sink *fs;
+	const char *h;
 	size_t i;
 	int err;
 
+	if (!OPTS_VALID(opts) || !opts->dir) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return NULL;
+	h = opts->hostname && *opts->hostname ? opts->hostname : "localhost";
 	fs->opts = *opts;
 	fs->dir_fd = -1;
 	fs->dir = strdup(opts->dir);
@@ -199,8 +205,9 @@ int file_sink__prune(struct file_sink *fs)
 		return -errno;
 	d = fdopendir(fd);
 	if (!d) {
+		err = -errno;
 		close(fd);
-		return -errno;
+		return err;
 	}
 	rewinddir(d);
 	while ((de = readdir(d))) {

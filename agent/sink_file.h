@@ -14,17 +14,19 @@
 
 #include "ignis.h"
 
+/* libbpf's opts habit: set sz = sizeof(struct file_sink_opts) (OPTS_VALID, ignis.h). */
 struct file_sink_opts {
-	const char *dir;
-	const char *hostname; /* sanitized into the names */
+	size_t sz;
+	const char *dir;      /* copied */
+	const char *hostname; /* sanitized into the names; NULL: "localhost" */
 	uint64_t max_bytes;   /* total size of our files, bytes */
 	uint64_t max_age_sec; /* age of our oldest file */
 };
 
 struct file_sink;
 
-/* Create the folder if needed (mode 0750) and check it is writable. NULL + errno on failure;
- * the caller logs. */
+/* Create the folder if needed (mode 0750) and check it is writable. NULL + errno on failure
+ * (EINVAL: no sz or no dir); the caller logs. */
 struct file_sink *file_sink__new(const struct file_sink_opts *opts);
 void file_sink__free(struct file_sink *fs);
 

@@ -31,6 +31,7 @@ struct targets {
 	struct target **v; /* this window's, by id */
 	size_t nr, cap;
 	struct hashmap index; /* key text -> id + 1 */
+	uint64_t window;      /* the window v belongs to; meaningless while nr is 0 */
 };
 
 /* ---- Checks ------------------------------------------------------------------------------ */
@@ -213,7 +214,8 @@ err_out:
 	return NULL;
 }
 
-void targets__reset(struct targets *t)
+/* Forget the window's targets; ids start again at 0. */
+static void reset(struct targets *t)
 {
 	size_t i;
 	uint32_t j;
@@ -234,7 +236,7 @@ void targets__free(struct targets *t)
 
 	if (!t)
 		return;
-	targets__reset(t);
+	reset(t);
 	hashmap__fini(&t->index);
 	free(t->v);
 	for (i = 0; i < t->nr_rules; i++)
@@ -327,7 +329,7 @@ static int key_append(char **key, size_t *len, size_t *cap, const char *name, co
 	return 0;
 }
 
-int64_t targets__resolve(struct targets *t, const struct target_process *p)
+int64_t targets__resolve(struct targets *t, uint64_t window, const struct target_process *p)
 {
 	struct target_label l[TARGET_MAX_LABELS];
 	char service[SERVICE_NAME_MAX + 1];
@@ -337,6 +339,9 @@ int64_t targets__resolve(struct targets *t, const struct target_process *p)
 	uintptr_t found;
 	int err = 0;
 
+	if (t->nr && t->window != window)
+		reset(t);
+	t->window = window;
 	targets__service_name(t, p, service, sizeof(service));
 	l[nr++] = (struct target_label){ "__name__", "process_cpu" };
 	l[nr++] = (struct target_label){ "service_name", service };
@@ -392,12 +397,12 @@ err_out:
 	return err;
 }
 
-size_t targets__count(const struct targets *t)
+size_t targets__count(const struct targets *t, uint64_t window)
 {
-	return t->nr;
+	return t->window == window ? t->nr : 0;
 }
 
-const struct target *targets__get(const struct targets *t, uint32_t id)
+const struct target *targets__get(const struct targets *t, uint64_t window, uint32_t id)
 {
-	return id < t->nr ? t->v[id] : NULL;
+	return t->window == window && id < t->nr ? t->v[id] : NULL;
 }

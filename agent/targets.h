@@ -17,7 +17,10 @@
  * [A-Za-z0-9_.-/] become '_' (the /ingest application-name charset), so getty@tty1 becomes
  * getty_tty1.
  *
- * The table is per window: targets__reset() starts a new one and ids restart at 0.
+ * The table is per window, and this module alone turns it over: ids are dense from 0 within
+ * the window (the sequence number the callers pass), and the first targets__resolve() of a
+ * new window forgets the previous one. The window builder resolves into it and the server
+ * sink reads it back under the same window number; neither resets it.
  */
 #ifndef IGNIS_TARGETS_H
 #define IGNIS_TARGETS_H
@@ -78,16 +81,20 @@ struct targets;
 struct targets *targets__new(const struct targets_opts *opts);
 void targets__free(struct targets *t);
 
-/* Forget this window's targets; ids start again at 0. */
-void targets__reset(struct targets *t);
+/*
+ * The id of the target of process p in window `window` (interned). A window other than the
+ * table's starts a new table: the previous window's targets are freed and ids start again
+ * at 0. Returns the id or -ENOMEM.
+ */
+int64_t targets__resolve(struct targets *t, uint64_t window,
+			 const struct target_process *p) __must_check;
 
-/* The id of the target of process p in this window (interned). Returns it or -ENOMEM. */
-int64_t targets__resolve(struct targets *t, const struct target_process *p) __must_check;
+/* The number of targets of window `window`: 0 if nothing was resolved in it. */
+size_t targets__count(const struct targets *t, uint64_t window);
 
-size_t targets__count(const struct targets *t);
-
-/* The target with this id, borrowed until targets__reset(); NULL if out of range. */
-const struct target *targets__get(const struct targets *t, uint32_t id);
+/* The target with this id in window `window`, borrowed until the next window's first
+ * targets__resolve(); NULL if out of range or of another window. */
+const struct target *targets__get(const struct targets *t, uint64_t window, uint32_t id);
 
 /*
  * The service name of p alone (no interning), sanitized, into out (size bytes). Returns

@@ -5,6 +5,7 @@
 
 #include "ignis.h"
 
+/* Keep in sync with sym_grow() in symbolizer/symtab.c (see ignis.h). */
 int grow_array(void **arr, size_t *cap, size_t want, size_t elem_size)
 {
 	size_t n = *cap ? *cap : 16;

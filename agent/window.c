@@ -501,7 +501,7 @@ static struct image_labels *labels_of(struct build_ctx *c, const struct proc_ima
 			.meta = m,
 			.pod = known ? &pod : NULL,
 		};
-		int64_t id = targets__resolve(c->wb->opts.targets, &tp);
+		int64_t id = targets__resolve(c->wb->opts.targets, c->seq, &tp);
 
 		if (id < 0) {
 			free(il);
@@ -643,7 +643,7 @@ static int sample_labels(struct build_ctx *c, const struct drained_sample *k,
 			.comm = thread_name,
 			.kthread = k->flags & SAMPLE_KTHREAD,
 		};
-		int64_t target = targets__resolve(c->wb->opts.targets, &tp);
+		int64_t target = targets__resolve(c->wb->opts.targets, c->seq, &tp);
 
 		if (target < 0)
 			return (int)target;

@@ -75,7 +75,7 @@ void window_builder__free(struct window_builder *wb);
 
 /*
  * Add every sample of dw, recorded during window `seq`, to p, each in the group of its
- * target when the builder has targets (the caller resets them per window). Errors that
+ * target when the builder has targets (resolved under `seq`: targets.h). Errors that
  * touch one sample (a profile cap) are counted in stats and do not stop the window.
  * Returns 0 or -ENOMEM.
  */

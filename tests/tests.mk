@@ -265,6 +265,11 @@ unit_deps_test_upload := agent/uploader.o agent/spool.o agent/pyroscope.o agent/
 			 agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/stats.o \
 			 agent/push.pb-c.o
 unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
+unit_deps_test_sink_server := agent/sink_server.o agent/targets.o agent/split.o agent/uploader.o \
+			      agent/spool.o agent/pyroscope.o agent/http.o agent/profile.o \
+			      agent/pprof.o agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/stats.o \
+			      agent/profile.pb-c.o agent/push.pb-c.o
+unit_deps_test_util := agent/util.o libsymbolizer.a
 unit_deps_test_cpulist := agent/sampler.o agent/log.o
 unit_deps_test_drain := agent/drain.o agent/samples.o agent/stats.o agent/hashmap.o agent/util.o \
 			agent/log.o agent/sampler.o

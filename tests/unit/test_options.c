@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "unit.h"
@@ -260,11 +261,247 @@ static void test_config_errors(void **state)
 	}
 }
 
+/* ---- Settings that only make sense together (config_check) --------------------------- */
+
+struct check_files {
+	char dir[32];
+	char pw[48], empty[48], lines[48], long_pw[48], cert[48];
+};
+
+static void make_file(char *path, size_t size, const char *dir, const char *name,
+		      const char *text, size_t repeat)
+{
+	FILE *f;
+
+	snprintf(path, size, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	while (repeat--)
+		fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(path, 0600), 0);
+}
+
+static int files_setup(void **state)
+{
+	struct check_files *cf = calloc(1, sizeof(*cf));
+
+	assert_non_null(cf);
+	snprintf(cf->dir, sizeof(cf->dir), "/tmp/ignis-check-XXXXXX");
+	assert_non_null(mkdtemp(cf->dir));
+	make_file(cf->pw, sizeof(cf->pw), cf->dir, "pw", "secret\n", 1);
+	make_file(cf->empty, sizeof(cf->empty), cf->dir, "empty", "", 1);
+	make_file(cf->lines, sizeof(cf->lines), cf->dir, "lines", "first\r\nsecond\n", 1);
+	make_file(cf->long_pw, sizeof(cf->long_pw), cf->dir, "long", "0123456789abcdef", 257);
+	make_file(cf->cert, sizeof(cf->cert), cf->dir, "cert", "PEM\n", 1);
+	*state = cf;
+	return 0;
+}
+
+static int files_teardown(void **state)
+{
+	struct check_files *cf = *state;
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", cf->dir);
+	assert_int_equal(system(cmd), 0);
+	free(cf);
+	return 0;
+}
+
+/* Load args (with env, may be NULL), then config_check(): its result, its output in out. */
+static int check(struct agent_config *cfg, const char *args, char *env, char *out, size_t size)
+{
+	char *envp[] = { env, NULL };
+	char err[512] = "";
+	FILE *f;
+	int ret;
+
+	assert_int_equal(load(cfg, args, envp, err, sizeof(err)), 0);
+	memset(out, 0, size);
+	f = fmemopen(out, size, "w");
+	ret = config_check(cfg, f);
+	fclose(f);
+	return ret;
+}
+
+static void test_check_combinations(void **state)
+{
+	struct check_files *cf = *state;
+	struct {
+		char args[400];
+		char *env;
+		char line[400]; /* the whole output */
+	} bad[20];
+	struct agent_config cfg;
+	char out[512];
+	size_t i, n = 0;
+
+#define BAD(env_, line_, ...)                                                           \
+	do {                                                                            \
+		snprintf(bad[n].args, sizeof(bad[n].args), __VA_ARGS__);                \
+		bad[n].env = env_;                                                      \
+		snprintf(bad[n].line, sizeof(bad[n].line), "%s", line_);                \
+		n++;                                                                    \
+	} while (0)
+	BAD(NULL, "ignis: --tls-ca-file /nonexistent: cannot read it: No such file or directory\n",
+	    "--server-url https://x:1 --tls-ca-file /nonexistent");
+	BAD(NULL, "ignis: --tls-cert-file /nonexistent: cannot read it: No such file or directory\n",
+	    "--server-url https://x:1 --tls-cert-file /nonexistent --tls-key-file %s", cf->cert);
+	BAD(NULL, "ignis: --tls-key-file /nonexistent: cannot read it: No such file or directory\n",
+	    "--server-url https://x:1 --tls-cert-file %s --tls-key-file /nonexistent", cf->cert);
+	BAD(NULL,
+	    "ignis: --bearer-token-file /nonexistent: cannot read it: No such file or directory\n",
+	    "--server-url https://x:1 --bearer-token-file /nonexistent");
+	BAD(NULL, "ignis: --tls-cert-file and --tls-key-file go together\n",
+	    "--server-url https://x:1 --tls-cert-file %s", cf->cert);
+	BAD(NULL, "ignis: --tls-cert-file and --tls-key-file go together\n",
+	    "--server-url https://x:1 --tls-key-file %s", cf->cert);
+	BAD(NULL, "ignis: a basic auth password needs --basic-auth-user\n",
+	    "--server-url https://x:1 --basic-auth-password-file %s", cf->pw);
+	BAD("IGNIS_BASIC_AUTH_PASSWORD=x", "ignis: a basic auth password needs --basic-auth-user\n",
+	    "--server-url https://x:1");
+	BAD("IGNIS_BASIC_AUTH_PASSWORD=x",
+	    "ignis: give the basic auth password once: either --basic-auth-password-file or "
+	    "basic_auth_password\n",
+	    "--server-url https://x:1 --basic-auth-user u --basic-auth-password-file %s", cf->pw);
+	BAD(NULL,
+	    "ignis: --basic-auth-user needs a password: --basic-auth-password-file FILE or "
+	    "IGNIS_BASIC_AUTH_PASSWORD\n",
+	    "--server-url https://x:1 --basic-auth-user u");
+	BAD(NULL, "ignis: choose basic auth or --bearer-token-file, not both\n",
+	    "--server-url https://x:1 --basic-auth-user u --basic-auth-password-file %s "
+	    "--bearer-token-file %s",
+	    cf->pw, cf->cert);
+	BAD(NULL, "ignis: TLS settings given, but --server-url http://x:1 is not https://\n",
+	    "--server-url http://x:1 --tls-insecure-skip-verify");
+	BAD(NULL, "ignis: TLS settings given, but --server-url http://x:1 is not https://\n",
+	    "--server-url http://x:1 --tls-ca-file %s", cf->cert);
+	BAD(NULL, "ignis: TLS settings given, but --server-url http://x:1 is not https://\n",
+	    "--server-url http://x:1 --tls-cert-file %s --tls-key-file %s", cf->cert, cf->cert);
+	BAD(NULL,
+	    "ignis: --basic-auth-password-file /nonexistent: cannot read it: No such file or "
+	    "directory\n",
+	    "--server-url https://x:1 --basic-auth-user u --basic-auth-password-file /nonexistent");
+#undef BAD
+	for (i = 0; i < n; i++) {
+		if (check(&cfg, bad[i].args, bad[i].env, out, sizeof(out)) != -EINVAL)
+			fail_msg("%s: accepted", bad[i].args);
+		if (strcmp(out, bad[i].line))
+			fail_msg("%s: \"%s\", not \"%s\"", bad[i].args, out, bad[i].line);
+		config_fini(&cfg);
+	}
+
+	/* Password files that hold no password: empty, longer than 4096 bytes. */
+	for (i = 0; i < 2; i++) {
+		const char *file = i ? cf->long_pw : cf->empty;
+
+		snprintf(bad[0].args, sizeof(bad[0].args),
+			 "--server-url https://x:1 --basic-auth-user u "
+			 "--basic-auth-password-file %s",
+			 file);
+		snprintf(bad[0].line, sizeof(bad[0].line), "ignis: --basic-auth-password-file %s%s\n",
+			 file, i ? ": longer than 4096 bytes" : " is empty");
+		assert_int_equal(check(&cfg, bad[0].args, NULL, out, sizeof(out)), -EINVAL);
+		assert_string_equal(out, bad[0].line);
+		assert_null(cfg.basic_auth_password);
+		config_fini(&cfg);
+	}
+}
+
+static void test_check_accepts_and_reads_the_password(void **state)
+{
+	struct check_files *cf = *state;
+	struct agent_config cfg;
+	char args[400], out[512];
+
+	/* Without --server-url the server's settings are not checked (as before). */
+	snprintf(args, sizeof(args), "--tls-cert-file %s --basic-auth-user u", cf->cert);
+	assert_int_equal(check(&cfg, args, NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	config_fini(&cfg);
+
+	/* Everything at once, the password's first line read from its file. */
+	snprintf(args, sizeof(args),
+		 "--server-url https://x:1 --tls-ca-file %s --tls-cert-file %s --tls-key-file %s "
+		 "--basic-auth-user u --basic-auth-password-file %s",
+		 cf->cert, cf->cert, cf->cert, cf->lines);
+	assert_int_equal(check(&cfg, args, NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	assert_string_equal(cfg.basic_auth_password, "first");
+	config_fini(&cfg);
+
+	/* A password from the environment stays as given; a bearer token alone is fine. */
+	assert_int_equal(check(&cfg, "--server-url http://x:1 --basic-auth-user u",
+			       "IGNIS_BASIC_AUTH_PASSWORD=from-env", out, sizeof(out)),
+			 0);
+	assert_string_equal(cfg.basic_auth_password, "from-env");
+	config_fini(&cfg);
+	snprintf(args, sizeof(args), "--server-url https://x:1 --bearer-token-file %s", cf->cert);
+	assert_int_equal(check(&cfg, args, NULL, out, sizeof(out)), 0);
+	assert_null(cfg.basic_auth_password);
+	config_fini(&cfg);
+}
+
+/* config_check() with stderr (where pr_warn writes) caught in out. */
+static int check_warnings(struct agent_config *cfg, const char *args, char *out, size_t size)
+{
+	char path[] = "/tmp/ignis-stderr-XXXXXX", text[512];
+	int fd = mkstemp(path), saved = dup(2), ret;
+	ssize_t n;
+
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(fd, 2), 2);
+	ret = check(cfg, args, NULL, text, sizeof(text));
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	memset(out, 0, size);
+	n = pread(fd, out, size - 1, 0);
+	assert_true(n >= 0);
+	close(fd);
+	unlink(path);
+	return ret;
+}
+
+static void test_check_warns_about_unsafe_settings(void **state)
+{
+	struct check_files *cf = *state;
+	struct agent_config cfg;
+	char args[400], out[2048];
+
+	snprintf(args, sizeof(args), "--server-url https://x:1 --bearer-token-file %s", cf->cert);
+	assert_int_equal(check_warnings(&cfg, args, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	config_fini(&cfg);
+
+	assert_int_equal(check_warnings(&cfg, "--server-url https://x:1 --tls-insecure-skip-verify",
+					out, sizeof(out)),
+			 0);
+	assert_non_null(strstr(out, "TLS VERIFICATION IS OFF (--tls-insecure-skip-verify): "
+				    "anyone between this host and https://x:1 can read"));
+	config_fini(&cfg);
+
+	/* Credentials over http://, the password in a file every user can read. */
+	assert_int_equal(chmod(cf->pw, 0644), 0);
+	snprintf(args, sizeof(args),
+		 "--server-url http://x:1 --basic-auth-user u --basic-auth-password-file %s", cf->pw);
+	assert_int_equal(check_warnings(&cfg, args, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "is readable by every user: make it 0600 or 0640"));
+	assert_non_null(strstr(out, "credentials go to http://x:1 in clear text: use https://"));
+	assert_string_equal(cfg.basic_auth_password, "secret");
+	config_fini(&cfg);
+	snprintf(args, sizeof(args), "--server-url http://x:1 --bearer-token-file %s", cf->cert);
+	assert_int_equal(check_warnings(&cfg, args, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "credentials go to http://x:1 in clear text"));
+	config_fini(&cfg);
+}
+
 static void test_reference_lists_every_setting(void **state)
 {
 	char *out = NULL;
-	size_t len = 0, nr, i;
-	const struct option_desc *t = option_table(&nr);
+	size_t len = 0, nr = option_count(), i;
 	char needle[96];
 	FILE *f = open_memstream(&out, &len);
 
@@ -272,10 +509,13 @@ static void test_reference_lists_every_setting(void **state)
 	config_reference(f);
 	fclose(f);
 	for (i = 0; i < nr; i++) {
-		snprintf(needle, sizeof(needle), "`--%s", t[i].name);
-		if ((t[i].flags & OPT_HIDDEN) ? strstr(out, needle) != NULL : !strstr(out, needle))
-			fail_msg("reference and --%s disagree", t[i].name);
+		const struct option_desc *t = option_at(i);
+
+		snprintf(needle, sizeof(needle), "`--%s", t->name);
+		if ((t->flags & OPT_HIDDEN) ? strstr(out, needle) != NULL : !strstr(out, needle))
+			fail_msg("reference and --%s disagree", t->name);
 	}
+	assert_null(option_at(nr));
 	free(out);
 }
 
@@ -287,6 +527,9 @@ int main(void)
 		cmocka_unit_test(test_sizes_and_durations),
 		cmocka_unit_test(test_precedence),
 		cmocka_unit_test(test_config_errors),
+		cmocka_unit_test_setup_teardown(test_check_combinations, files_setup, files_teardown),
+		cmocka_unit_test_setup_teardown(test_check_accepts_and_reads_the_password, files_setup, files_teardown),
+		cmocka_unit_test_setup_teardown(test_check_warns_about_unsafe_settings, files_setup, files_teardown),
 		cmocka_unit_test(test_reference_lists_every_setting),
 	};
 

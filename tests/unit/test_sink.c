@@ -29,8 +29,8 @@ static int count_files(const char *dir, const char *suffix)
 static void test_write_and_prune(void **state)
 {
 	char dir[] = "/tmp/ignis-sink-XXXXXX", sub[300], path[512], other[512];
-	struct file_sink_opts o = { .hostname = "web-1/../evil", .max_bytes = 3000,
-				    .max_age_sec = 3600 };
+	struct file_sink_opts o = { .sz = sizeof(o), .hostname = "web-1/../evil",
+				    .max_bytes = 3000, .max_age_sec = 3600 };
 	static char data[1000];
 	struct file_sink *fs;
 	struct timespec old[2] = { { .tv_sec = 1000 }, { .tv_sec = 1000 } };
@@ -86,6 +86,20 @@ static void test_write_and_prune(void **state)
 	/* A folder that cannot be created. */
 	o.dir = "/proc/ignis-cannot-exist";
 	assert_null(file_sink__new(&o));
+	/* Options it cannot take: no folder, no sz, none at all. */
+	o.dir = NULL;
+	errno = 0;
+	assert_null(file_sink__new(&o));
+	assert_int_equal(errno, EINVAL);
+	o.dir = sub;
+	o.sz = 0;
+	errno = 0;
+	assert_null(file_sink__new(&o));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(file_sink__new(NULL));
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(count_files(sub, ".pb.gz"), 4); /* the refusals touched nothing */
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	assert_int_equal(system(path), 0);
 }

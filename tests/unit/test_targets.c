@@ -97,12 +97,12 @@ static void test_resolve_labels_and_interning(void **state)
 
 	(void)state;
 	assert_non_null(t);
-	assert_int_equal(targets__resolve(t, &a), 0);
-	assert_int_equal(targets__resolve(t, &b), 0); /* same label set: same target */
-	assert_int_equal(targets__resolve(t, &c), 1);
-	assert_int_equal(targets__count(t), 2);
+	assert_int_equal(targets__resolve(t, 7, &a), 0);
+	assert_int_equal(targets__resolve(t, 7, &b), 0); /* same label set: same target */
+	assert_int_equal(targets__resolve(t, 7, &c), 1);
+	assert_int_equal(targets__count(t, 7), 2);
 
-	tg = targets__get(t, 0);
+	tg = targets__get(t, 7, 0);
 	assert_string_equal(tg->labels[0].name, "__name__");
 	assert_string_equal(tg->labels[0].value, "process_cpu");
 	assert_string_equal(tg->labels[1].name, "service_name");
@@ -114,19 +114,25 @@ static void test_resolve_labels_and_interning(void **state)
 	assert_null(label(tg, "pid"));
 	assert_int_equal(tg->nr_labels, 5);
 
-	tg = targets__get(t, 1);
+	tg = targets__get(t, 7, 1);
 	assert_string_equal(tg->service_name, "shop/cart");
 	assert_string_equal(label(tg, "namespace"), "shop");
 	assert_string_equal(label(tg, "pod"), "cart-1");
 	assert_string_equal(label(tg, "container"), "cart");
 	assert_int_equal(tg->nr_labels, 8);
 	assert_non_null(strstr(tg->key, "pod=cart-1\n"));
-	assert_null(targets__get(t, 2));
+	assert_null(targets__get(t, 7, 2));
+	/* Nothing resolved in window 8 yet: it has no targets, window 7's are still there. */
+	assert_int_equal(targets__count(t, 8), 0);
+	assert_null(targets__get(t, 8, 0));
+	assert_non_null(targets__get(t, 7, 1));
 
-	/* A new window: ids restart. */
-	targets__reset(t);
-	assert_int_equal(targets__count(t), 0);
-	assert_int_equal(targets__resolve(t, &c), 0);
+	/* A new window: its first resolution forgets the old one, ids restart. */
+	assert_int_equal(targets__resolve(t, 8, &c), 0);
+	assert_int_equal(targets__count(t, 8), 1);
+	assert_int_equal(targets__count(t, 7), 0);
+	assert_null(targets__get(t, 7, 0));
+	assert_string_equal(targets__get(t, 8, 0)->service_name, "shop/cart");
 	targets__free(t);
 }
 

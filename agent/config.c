@@ -104,6 +104,10 @@ int config_check(struct agent_config *cfg, FILE *err)
 	return 0;
 }
 
+#ifndef IGNIS_VERSION
+#define IGNIS_VERSION "0.0.0"
+#endif
+
 /* ---- Sources ---------------------------------------------------------------------------- */
 
 struct setting {
@@ -331,15 +335,126 @@ static int from_env(struct settings *out, char **envp, FILE *err)
  * The file is one mapping of setting names (foo_bar) to a scalar, or for repeatable
  * settings a scalar or a list of scalars. Anything else is an error that names the line.
  */
+/* Reading a YAML settings file: where the parser is in its mapping of settings. */
+struct file_reader {
+	struct settings *out;
+	FILE *err;
+	enum { TOP, KEY, VALUE, LIST } state;
+	const struct option_desc *o; /* the setting of the current key */
+	const struct option_desc *seen[64];
+	size_t nr_seen;
+	char origin[192]; /* "path:line" of the current event */
+	char key[128];
+	bool done;
+};
+
+/* A key: a known setting, given once. */
+static int file_key(struct file_reader *r, const char *v)
+{
+	size_t i;
+
+	snprintf(r->key, sizeof(r->key), "%s", v);
+	r->o = strchr(v, '-') ? NULL : option_find(v);
+	if (!r->o || (r->o->flags & (OPT_CLI_ONLY | OPT_HIDDEN))) {
+		fprintf(r->err,
+			"ignis: %s: %s: unknown setting (see ignis --help; "
+			"file keys are written foo_bar)\n",
+			r->origin, v);
+		return -EINVAL;
+	}
+	for (i = 0; i < r->nr_seen; i++) {
+		if (r->seen[i] == r->o) {
+			fprintf(r->err, "ignis: %s: %s: given twice\n", r->origin, v);
+			return -EINVAL;
+		}
+	}
+	if (r->nr_seen < ARRAY_SIZE(r->seen))
+		r->seen[r->nr_seen++] = r->o;
+	r->state = VALUE;
+	return 0;
+}
+
+static int file_scalar(struct file_reader *r, const yaml_event_t *ev)
+{
+	const char *v = (const char *)ev->data.scalar.value;
+	int ret;
+
+	if (r->state == KEY)
+		return file_key(r, v);
+	if (r->state == TOP) {
+		fprintf(r->err, "ignis: %s: expected settings (key: value), not a value\n",
+			r->origin);
+		return -EINVAL;
+	}
+	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    (!ev->data.scalar.length || !strcmp(v, "~") || !strcasecmp(v, "null"))) {
+		fprintf(r->err, "ignis: %s: %s: needs a value\n", r->origin, r->key);
+		return -EINVAL;
+	}
+	snprintf(r->origin + strlen(r->origin), sizeof(r->origin) - strlen(r->origin), ": %s",
+		 r->key);
+	ret = add(r->out, r->o, v, r->origin);
+	if (r->state == VALUE)
+		r->state = KEY;
+	return ret;
+}
+
+static int file_event(struct file_reader *r, const yaml_event_t *ev)
+{
+	int ret = 0;
+
+	switch (ev->type) {
+	case YAML_STREAM_START_EVENT:
+	case YAML_DOCUMENT_START_EVENT:
+	case YAML_DOCUMENT_END_EVENT:
+		break;
+	case YAML_STREAM_END_EVENT:
+		r->done = true;
+		break;
+	case YAML_MAPPING_START_EVENT:
+		if (r->state != TOP) {
+			fprintf(r->err,
+				"ignis: %s: %s: expected a value or a list, not a mapping\n",
+				r->origin, r->key);
+			ret = -EINVAL;
+		}
+		r->state = KEY;
+		break;
+	case YAML_MAPPING_END_EVENT:
+		r->state = TOP;
+		break;
+	case YAML_SEQUENCE_START_EVENT:
+		if (r->state == TOP) {
+			fprintf(r->err, "ignis: %s: expected settings (key: value), not a list\n",
+				r->origin);
+			ret = -EINVAL;
+		} else if (r->state != VALUE || !(r->o->flags & OPT_REPEATABLE)) {
+			fprintf(r->err, "ignis: %s: %s: expected a single value, not a list\n",
+				r->origin, r->state == VALUE ? r->key : "(top level)");
+			ret = -EINVAL;
+		}
+		r->state = LIST;
+		break;
+	case YAML_SEQUENCE_END_EVENT:
+		r->state = KEY;
+		break;
+	case YAML_SCALAR_EVENT:
+		ret = file_scalar(r, ev);
+		break;
+	default:
+		fprintf(r->err,
+			"ignis: %s: unsupported YAML (anchors and aliases are not accepted)\n",
+			r->origin);
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
 static int from_file(struct settings *out, const char *path, FILE *err)
 {
-	enum { TOP, KEY, VALUE, LIST } state = TOP;
-	const struct option_desc *o = NULL, *seen[64];
-	size_t nr_seen = 0, i;
+	struct file_reader r = { .out = out, .err = err, .state = TOP };
 	yaml_parser_t parser;
 	yaml_event_t ev;
-	char origin[192], key[128] = "";
-	bool done = false;
 	int ret = 0;
 	FILE *f;
 
@@ -354,7 +469,7 @@ static int from_file(struct settings *out, const char *path, FILE *err)
 		return -ENOMEM;
 	}
 	yaml_parser_set_input_file(&parser, f);
-	while (!done && !ret) {
+	while (!r.done && !ret) {
 		if (!yaml_parser_parse(&parser, &ev)) {
 			fprintf(err, "ignis: %s:%zu: not valid YAML: %s\n", path,
 				parser.problem_mark.line + 1,
@@ -362,97 +477,8 @@ static int from_file(struct settings *out, const char *path, FILE *err)
 			ret = -EINVAL;
 			break;
 		}
-		snprintf(origin, sizeof(origin), "%s:%zu", path, ev.start_mark.line + 1);
-		switch (ev.type) {
-		case YAML_STREAM_START_EVENT:
-		case YAML_DOCUMENT_START_EVENT:
-		case YAML_DOCUMENT_END_EVENT:
-			break;
-		case YAML_STREAM_END_EVENT:
-			done = true;
-			break;
-		case YAML_MAPPING_START_EVENT:
-			if (state != TOP) {
-				fprintf(err,
-					"ignis: %s: %s: expected a value or a list, not a mapping\n",
-					origin, key);
-				ret = -EINVAL;
-			}
-			state = KEY;
-			break;
-		case YAML_MAPPING_END_EVENT:
-			state = TOP;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-			if (state == TOP) {
-				fprintf(err,
-					"ignis: %s: expected settings (key: value), not a list\n",
-					origin);
-				ret = -EINVAL;
-			} else if (state != VALUE || !(o->flags & OPT_REPEATABLE)) {
-				fprintf(err, "ignis: %s: %s: expected a single value, not a list\n",
-					origin, state == VALUE ? key : "(top level)");
-				ret = -EINVAL;
-			}
-			state = LIST;
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-			state = KEY;
-			break;
-		case YAML_SCALAR_EVENT: {
-			const char *v = (const char *)ev.data.scalar.value;
-
-			if (state == KEY) {
-				snprintf(key, sizeof(key), "%s", v);
-				o = strchr(v, '-') ? NULL : option_find(v);
-				if (!o || (o->flags & (OPT_CLI_ONLY | OPT_HIDDEN))) {
-					fprintf(err,
-						"ignis: %s: %s: unknown setting (see ignis --help; "
-						"file keys are written foo_bar)\n",
-						origin, v);
-					ret = -EINVAL;
-					break;
-				}
-				for (i = 0; i < nr_seen; i++)
-					if (seen[i] == o)
-						break;
-				if (i < nr_seen) {
-					fprintf(err, "ignis: %s: %s: given twice\n", origin, v);
-					ret = -EINVAL;
-					break;
-				}
-				if (nr_seen < ARRAY_SIZE(seen))
-					seen[nr_seen++] = o;
-				state = VALUE;
-				break;
-			}
-			if (state == TOP) {
-				fprintf(err,
-					"ignis: %s: expected settings (key: value), not a value\n",
-					origin);
-				ret = -EINVAL;
-				break;
-			}
-			if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-			    (!ev.data.scalar.length || !strcmp(v, "~") || !strcasecmp(v, "null"))) {
-				fprintf(err, "ignis: %s: %s: needs a value\n", origin, key);
-				ret = -EINVAL;
-				break;
-			}
-			snprintf(origin + strlen(origin), sizeof(origin) - strlen(origin), ": %s",
-				 key);
-			ret = add(out, o, v, origin);
-			if (state == VALUE)
-				state = KEY;
-			break;
-		}
-		default:
-			fprintf(err,
-				"ignis: %s: unsupported YAML (anchors and aliases are not "
-				"accepted)\n",
-				origin);
-			ret = -EINVAL;
-		}
+		snprintf(r.origin, sizeof(r.origin), "%s:%zu", path, ev.start_mark.line + 1);
+		ret = file_event(&r, &ev);
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&parser);
@@ -697,4 +723,19 @@ void config_reference(FILE *out)
 						    "environment" :
 						    "");
 	}
+}
+
+bool config_act(const struct agent_config *cfg, FILE *out)
+{
+	if (cfg->show_help)
+		config_usage(out);
+	else if (cfg->show_version)
+		fprintf(out, "ignis %s\n", IGNIS_VERSION);
+	else if (cfg->print_config)
+		config_print(cfg, out);
+	else if (cfg->print_reference)
+		config_reference(out);
+	else
+		return false;
+	return true;
 }

@@ -390,27 +390,13 @@ static int configure(struct agent *a, int argc, char **argv, char **kube_url)
 		config_usage(stderr);
 		return 2;
 	}
-	if (cfg->show_help || cfg->show_version || cfg->print_config || cfg->print_reference) {
-		if (cfg->show_help)
-			config_usage(stdout);
-		else if (cfg->show_version)
-			printf("ignis %s\n", IGNIS_VERSION);
-		else if (cfg->print_config)
-			config_print(cfg, stdout);
-		else
-			config_reference(stdout);
+	if (config_act(cfg, stdout))
 		return 0;
-	}
 	log_max_level = cfg->log_level;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (check_pids(cfg))
+	if (check_pids(cfg) || config_check(cfg, stderr))
 		return 2;
 	if (cfg->kubernetes) {
-		if (!cfg->node_name) {
-			fprintf(stderr, "ignis: --kubernetes needs this node's name: set NODE_NAME "
-					"(from the downward API's spec.nodeName) or --node-name\n");
-			return 2;
-		}
 		*kube_url = kube_api_url(cfg->kubernetes_api_url);
 		if (!*kube_url)
 			return 2;
@@ -420,8 +406,6 @@ static int configure(struct agent *a, int argc, char **argv, char **kube_url)
 		snprintf(a->hostname, sizeof(a->hostname), "%s", cfg->node_name);
 	else if (gethostname(a->hostname, sizeof(a->hostname) - 1))
 		snprintf(a->hostname, sizeof(a->hostname), "localhost");
-	if (config_check(cfg, stderr))
-		return 2;
 	if (cfg->server_url) {
 		struct server_sink_opts sso;
 

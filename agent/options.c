@@ -549,11 +549,23 @@ static void agent_fini(struct agent_config *cfg)
 	free(cfg->config_file);
 }
 
+static int agent_check(struct agent_config *cfg, char *why, size_t len)
+{
+	if (cfg->kubernetes && !cfg->node_name) {
+		snprintf(why, len,
+			 "--kubernetes needs this node's name: set NODE_NAME (from the downward "
+			 "API's spec.nodeName) or --node-name");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 const struct option_slice agent_option_slice = {
 	.options = agent_options,
 	.nr = ARRAY_SIZE(agent_options),
 	.init = agent_init,
 	.fini = agent_fini,
+	.check = agent_check,
 };
 
 const struct option_slice action_option_slice = {

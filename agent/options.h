@@ -163,6 +163,10 @@ void config_server_sink_opts(const struct agent_config *cfg, const char *hostnam
 /* The usage text, from the option table. */
 void config_usage(FILE *out);
 
+/* Do what an action option asks (--help, --version, --print-config, --print-reference) on
+ * out. Returns true when one was given: the agent then has nothing else to do. */
+bool config_act(const struct agent_config *cfg, FILE *out);
+
 /* The effective configuration as YAML, each value with its origin; secrets redacted. */
 void config_print(const struct agent_config *cfg, FILE *out);
 

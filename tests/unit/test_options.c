@@ -519,6 +519,48 @@ static void test_reference_lists_every_setting(void **state)
 	free(out);
 }
 
+/* --kubernetes names pods by the node it runs on: without the node's name, config_check()
+ * says how to give it; NODE_NAME from the downward API does. */
+static void test_check_kubernetes_needs_the_node(void **state)
+{
+	struct agent_config cfg;
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(check(&cfg, "--kubernetes", NULL, out, sizeof(out)), -EINVAL);
+	assert_string_equal(out, "ignis: --kubernetes needs this node's name: set NODE_NAME "
+				 "(from the downward API's spec.nodeName) or --node-name\n");
+	config_fini(&cfg);
+	assert_int_equal(check(&cfg, "--kubernetes", "NODE_NAME=node-7", out, sizeof(out)), 0);
+	assert_string_equal(cfg.node_name, "node-7");
+	config_fini(&cfg);
+	assert_int_equal(check(&cfg, "--node-name n1", NULL, out, sizeof(out)), 0);
+	config_fini(&cfg);
+}
+
+/* An action option does its thing on the stream it is given, and says it did. */
+static void test_actions(void **state)
+{
+	struct agent_config cfg;
+	char out[65536], err[512];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(load(&cfg, "--version", NULL, err, sizeof(err)), 0);
+	f = fmemopen(out, sizeof(out), "w");
+	assert_true(config_act(&cfg, f));
+	fclose(f);
+	assert_int_equal(strncmp(out, "ignis ", 6), 0);
+	config_fini(&cfg);
+	assert_int_equal(load(&cfg, "--frequency 50", NULL, err, sizeof(err)), 0);
+	memset(out, 0, sizeof(out));
+	f = fmemopen(out, sizeof(out), "w");
+	assert_false(config_act(&cfg, f));
+	fclose(f);
+	assert_string_equal(out, "");
+	config_fini(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +573,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_check_accepts_and_reads_the_password, files_setup, files_teardown),
 		cmocka_unit_test_setup_teardown(test_check_warns_about_unsafe_settings, files_setup, files_teardown),
 		cmocka_unit_test(test_reference_lists_every_setting),
+		cmocka_unit_test(test_check_kubernetes_needs_the_node),
+		cmocka_unit_test(test_actions),
 	};
 
 	return cmocka_run_group_tests_name("options", tests, NULL, NULL);

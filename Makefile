@@ -53,7 +53,7 @@ endif
 
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARNINGS) -MMD -MP \
-	      -fstack-protector-strong -I$(BUILD) -I$(BUILD)/agent $(PKG_CFLAGS) \
+	      -fstack-protector-strong -Iagent -I$(BUILD) -I$(BUILD)/agent $(PKG_CFLAGS) \
 	      -DIGNIS_VERSION='"$(VERSION)$(if $(REVISION), (git $(REVISION)))"' \
 	      -DIGNIS_VERSION_SHORT='"$(VERSION)"' $(CPPFLAGS) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lelf -lz -liberty -llzma
@@ -77,7 +77,8 @@ endif
 
 # ---- 4. Sources -------------------------------------------------------------------------------
 SYMBOLIZER_SRCS := $(wildcard symbolizer/*.c)
-AGENT_LIB_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c))
+# agent/ is in folders by stage (docs/architecture.md): main.c and the window cycle on top.
+AGENT_LIB_SRCS := $(filter-out agent/main.c,$(wildcard agent/*.c agent/*/*.c))
 AGENT_SRCS := $(AGENT_LIB_SRCS) agent/main.c
 # One BPF object from every bpf/*.bpf.c, maps.bpf.c (the maps' definitions) first.
 BPF_SRCS := bpf/maps.bpf.c $(filter-out bpf/maps.bpf.c,$(sort $(wildcard bpf/*.bpf.c)))
@@ -126,7 +127,7 @@ $(BUILD)/agent/%.pb-c.o: $(BUILD)/agent/%.pb-c.c
 	$(Q)$(CC) $(filter-out -Wmissing-prototypes -Wshadow,$(ALL_CFLAGS)) -c $< -o $@
 
 # The skeleton is included by the sampler only.
-$(BUILD)/agent/sampler.o $(BUILD)/san/agent/sampler.o: $(SKEL)
+$(BUILD)/agent/collect/sampler.o $(BUILD)/san/agent/collect/sampler.o: $(SKEL)
 
 # Each program file is compiled on its own; bpftool's static linker joins them into one object
 # (resolving the extern maps and globals of bpf/maps.bpf.h to their one definition), in

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ignis.h"
+#include "common/ignis.h"
 
 struct debuginfod_fetcher;
 struct file_sink;

@@ -193,7 +193,7 @@ bool sym_next_section(Elf *elf, Elf_Scn **scn, GElf_Shdr *shdr, const char **nam
 /* Grow *arr (of *cap elements of elem_size bytes) to hold at least want; overflow-checked.
  * Keep in sync with grow_array() in agent/util.c: a copy, because the symbolizer links
  * nothing of the agent and the agent sees only symbolizer.h (STYLE.md section 1);
- * tests/unit/test_util.c holds the two to the same behaviour. */
+ * tests/unit/test_ignis.c holds the two to the same behaviour. */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);
 
 /* ---- cfi.c: call frame information decoded without running it ---- */

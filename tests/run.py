@@ -41,7 +41,7 @@ class Results:
 
 def format_check(results):
     sources = []
-    for pattern in ("agent/*.[ch]", "symbolizer/*.[ch]", "bpf/*.[ch]"):
+    for pattern in ("agent/*.[ch]", "agent/*/*.[ch]", "symbolizer/*.[ch]", "bpf/*.[ch]"):
         sources += sorted(glob.glob(os.path.join(ROOT, pattern)))
     proc = subprocess.run(["clang-format", "--dry-run", "--Werror"] + sources, cwd=ROOT,
                           capture_output=True, text=True)

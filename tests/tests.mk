@@ -3,6 +3,9 @@
 
 TEST_BUILD := $(BUILD)/tests
 
+# Prerequisites that name a per-program variable ($$(unit_deps_...)) are expanded per target.
+.SECONDEXPANSION:
+
 # ---- Workloads: frame pointers kept, no sibling calls, no inlining of the named functions.
 WORKLOAD_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 		   -fno-optimize-sibling-calls -fno-inline-functions -pthread -Wall -Wextra
@@ -212,70 +215,42 @@ $(FIXTURE_DIR)/%.nm: $(FIXTURE_DIR)/%
 $(FIXTURE_DIR)/%.buildid: $(FIXTURE_DIR)/%
 	$(Q)readelf -n $< | sed -n 's/.*Build ID: *//p' > $@
 
+# ---- What each program links: derived from its includes (tests/tools/link_deps.py) --------
+# A test or tool links the module of every header it includes, and what those modules' own
+# sources include, transitively: nothing is listed by hand, and a test of the symbolizer
+# links libsymbolizer.a alone. Made again when a source changes; make reads it, then runs.
+UNIT_TESTS_WITH_DEPS := $(foreach t,$(UNIT_TESTS),unit_deps_$(t)=tests/unit/$(t).c)
+LINKED_TOOLS := tool_deps_pprof_dump=tests/tools/pprof_dump.c \
+		tool_deps_unwind_dump=tests/tools/unwind_dump.c \
+		tool_deps_lifecycle=tests/integration/lifecycle.c \
+		tool_deps_sym_bench=tests/bench/sym_bench.c \
+		tool_deps_window_bench=tests/bench/window_bench.c
+LINK_DEPS_MK := $(TEST_BUILD)/link-deps.mk
+
+$(LINK_DEPS_MK): tests/tools/link_deps.py $(wildcard tests/unit/*.[ch] tests/tools/*.c \
+		 tests/integration/*.c tests/bench/*.c agent/*.[ch] agent/*/*.[ch] symbolizer/*.h)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(PYTHON) tests/tools/link_deps.py $(UNIT_TESTS_WITH_DEPS) $(LINKED_TOOLS) > $@.tmp
+	$(Q)mv $@.tmp $@
+
+ifeq ($(filter deps deps-apt clean,$(MAKECMDGOALS)),)
+-include $(LINK_DEPS_MK)
+endif
+
 # ---- Tools ------------------------------------------------------------------------------------
-$(TEST_BUILD)/pprof_dump: tests/tools/pprof_dump.c $(BUILD)/agent/profile.pb-c.o
-	$(call msg,LINK,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS_ALL)
+TOOLS := pprof_dump unwind_dump lifecycle
+TOOL_BINS := $(TOOLS:%=$(TEST_BUILD)/%)
 
-$(TEST_BUILD)/unwind_dump: tests/tools/unwind_dump.c $(BUILD)/libsymbolizer.a
+$(TOOL_BINS): $(TEST_BUILD)/%: $$(wildcard tests/tools/%.c tests/integration/%.c) \
+	      $$(addprefix $(BUILD)/,$$(tool_deps_$$*))
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS_ALL)
-
-$(TEST_BUILD)/lifecycle: tests/integration/lifecycle.c $(addprefix $(BUILD)/agent/,sampler.o \
-			drain.o samples.o stats.o hashmap.o log.o util.o)
-	$(call msg,LINK,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS_ALL)
 
 # ---- Unit tests: cmocka, each linked against only what it tests. --------------------------
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
 UNIT_CFLAGS := -Wno-missing-prototypes -Wno-strict-prototypes \
 	       -DFIXTURE_DIR='"$(abspath $(FIXTURE_DIR))"' -DFIXTURE_SRC='"$(abspath tests/data/src)"'
-
-# The unwinder and its parts (agent/unwinder_internal.h), for tests that link the unwinder.
-UNWINDER_OBJS := agent/unwinder.o agent/unwind_cache.o agent/unwind_build.o \
-		 agent/unwind_publish.o agent/extent.o
-
-# What each test links besides itself: symbolizer tests the archive alone.
-unit_deps_test_procmaps := libsymbolizer.a
-unit_deps_test_symbolizer := libsymbolizer.a
-unit_deps_test_kallsyms := libsymbolizer.a
-unit_deps_test_unwind := libsymbolizer.a
-unit_deps_test_hashmap := agent/hashmap.o
-unit_deps_test_extent := agent/extent.o
-unit_deps_test_unwind_cache := agent/unwind_cache.o agent/hashmap.o libsymbolizer.a
-unit_deps_test_profile := agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
-			  agent/profile.pb-c.o agent/top.o
-unit_deps_test_options := agent/options.o agent/options_server.o agent/config.o agent/log.o \
-			  agent/util.o agent/targets.o agent/profile.o agent/hashmap.o
-unit_deps_test_procfs := agent/procfs.o agent/util.o
-unit_deps_test_proctab := agent/proctab.o agent/procfs.o agent/hashmap.o agent/util.o agent/metadata.o \
-			  agent/log.o libsymbolizer.a
-unit_deps_test_window := agent/window.o agent/samples.o agent/profile.o agent/targets.o \
-			 agent/kubernetes.o agent/http.o $(unit_deps_test_proctab)
-unit_deps_test_metadata := agent/metadata.o
-unit_deps_test_kubernetes := agent/kubernetes.o agent/http.o agent/hashmap.o agent/log.o \
-			     agent/util.o
-unit_deps_test_targets := agent/targets.o agent/profile.o agent/hashmap.o agent/util.o
-unit_deps_test_split := agent/split.o agent/profile.o agent/pprof.o agent/hashmap.o agent/util.o \
-			agent/profile.pb-c.o
-unit_deps_test_upload := agent/uploader.o agent/spool.o agent/pyroscope.o agent/http.o \
-			 agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/stats.o \
-			 agent/push.pb-c.o
-unit_deps_test_sink := agent/sink_file.o agent/util.o agent/log.o
-unit_deps_test_sink_server := agent/sink_server.o agent/targets.o agent/split.o agent/uploader.o \
-			      agent/spool.o agent/pyroscope.o agent/http.o agent/profile.o \
-			      agent/pprof.o agent/hashmap.o agent/log.o agent/util.o agent/metrics.o agent/stats.o \
-			      agent/profile.pb-c.o agent/push.pb-c.o
-unit_deps_test_util := agent/util.o libsymbolizer.a
-unit_deps_test_cpulist := agent/sampler.o agent/log.o
-unit_deps_test_drain := agent/drain.o agent/samples.o agent/stats.o agent/hashmap.o agent/util.o \
-			agent/log.o agent/sampler.o
-unit_deps_test_stats := agent/stats.o
-unit_deps_test_metrics := agent/metrics.o agent/stats.o agent/log.o agent/util.o
-unit_deps_test_unwind_step := # bpf/unwind.bpf.h, compiled natively: nothing to link
 
 $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
 	$(call msg,LINK,$@)
@@ -290,29 +265,29 @@ $(BUILD)/san/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTUR
 		$(addprefix $(BUILD)/san/,$(unit_deps_$*)) $(CMOCKA_LIBS) $(LDLIBS_ALL)
 
 # The prerequisites above name a pattern variable; expand it per target.
-.SECONDEXPANSION:
 $(UNIT_BINS): $$(addprefix $(BUILD)/,$$(unit_deps_$$(notdir $$@)))
 $(UNIT_SAN_BINS): $$(addprefix $(BUILD)/san/,$$(unit_deps_$$(notdir $$@)))
 
 # ---- Format -----------------------------------------------------------------------------------
-FORMAT_SRCS := $(wildcard agent/*.c agent/*.h symbolizer/*.c symbolizer/*.h bpf/*.c bpf/*.h)
+FORMAT_SRCS := $(wildcard agent/*.[ch] agent/*/*.[ch] symbolizer/*.[ch] bpf/*.[ch])
 
 # ---- Benchmarks (make bench) ------------------------------------------------------------------
 BENCH_DIR := $(TEST_BUILD)/bench
 BENCH_BINS := $(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs $(BENCH_DIR)/window_bench \
 	      $(BENCH_DIR)/sym_bench
 
-$(BENCH_DIR)/sym_bench: tests/bench/sym_bench.c $(BUILD)/libsymbolizer.a
+$(BENCH_DIR)/sym_bench: tests/bench/sym_bench.c $$(addprefix $(BUILD)/,$$(tool_deps_sym_bench))
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.a,$^) $(LDLIBS_ALL)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS_ALL)
 
 $(BENCH_DIR)/spin3 $(BENCH_DIR)/manyprocs: $(BENCH_DIR)/%: tests/bench/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(WORKLOAD_CFLAGS) -o $@ $<
 
-$(BENCH_DIR)/window_bench: tests/bench/window_bench.c $(AGENT_LIB_OBJS) $(BUILD)/libsymbolizer.a
+$(BENCH_DIR)/window_bench: tests/bench/window_bench.c \
+			   $$(addprefix $(BUILD)/,$$(tool_deps_window_bench))
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS_ALL)

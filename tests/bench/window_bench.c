@@ -25,14 +25,14 @@
 
 #include "../../bpf/profiler.h"
 
-#include "../../agent/drain.h"
-#include "../../agent/log.h"
-#include "../../agent/pprof.h"
-#include "../../agent/procfs.h"
-#include "../../agent/proctab.h"
-#include "../../agent/profile.h"
-#include "../../agent/sampler.h"
-#include "../../agent/window.h"
+#include "../../agent/collect/drain.h"
+#include "../../agent/operate/log.h"
+#include "../../agent/profile/pprof.h"
+#include "../../agent/collect/procfs.h"
+#include "../../agent/collect/proctab.h"
+#include "../../agent/profile/profile.h"
+#include "../../agent/collect/sampler.h"
+#include "../../agent/profile/window.h"
 #include "../../symbolizer/symbolizer.h"
 
 struct proc {

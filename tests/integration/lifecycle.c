@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../agent/drain.h"
-#include "../../agent/log.h"
-#include "../../agent/sampler.h"
+#include "../../agent/collect/drain.h"
+#include "../../agent/operate/log.h"
+#include "../../agent/collect/sampler.h"
 
 static int count_fds(void)
 {

@@ -5,7 +5,8 @@ made by the build instead of by hand).
 
 A program links the module of every header it includes, and, in turn, the modules those
 modules' sources include: a header `D/name.h` or `D/name_internal.h` belongs to `D/name.c`
-when that file exists (a header without one, such as bpf/profiler.h, is data only); the
+when that file exists (a header without one is data only, and so is every header of bpf/,
+the BPF programs' side); the
 symbolizer's public header is the archive libsymbolizer.a, which a test of the symbolizer
 links alone (STYLE.md section 1); a generated `name.pb-c.h` is `agent/name.pb-c.o`.
 
@@ -18,11 +19,17 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SYMBOLIZER = os.path.join(ROOT, "symbolizer")
+BPF = os.path.join(ROOT, "bpf")
+
+
+# The compiler's search path for quoted includes after the including file's folder (-Iagent
+# in the Makefile's flags; generated headers under build/ are handled by name).
+SEARCH = [os.path.join(ROOT, "agent")]
 
 
 def includes(path):
     """The files a source or header includes with quotes, resolved like the compiler does:
-    beside the including file, then in the generated folders (build/, build/agent)."""
+    beside the including file, then along SEARCH."""
     try:
         with open(path) as f:
             text = f.read()
@@ -33,9 +40,11 @@ def includes(path):
         if name.endswith(".pb-c.h"):
             found.append(("proto", os.path.basename(name)[: -len(".pb-c.h")]))
             continue
-        candidate = os.path.normpath(os.path.join(os.path.dirname(path), name))
-        if os.path.exists(candidate):
-            found.append(("file", candidate))
+        for folder in [os.path.dirname(path)] + SEARCH:
+            candidate = os.path.normpath(os.path.join(folder, name))
+            if os.path.exists(candidate):
+                found.append(("file", candidate))
+                break
     return found
 
 
@@ -61,6 +70,8 @@ def link_list(program):
                 if obj not in objects:
                     objects.append(obj)
                 continue
+            if os.path.dirname(what) == BPF:
+                continue  # BPF programs' headers: data for userspace, or BPF C
             if os.path.dirname(what) == SYMBOLIZER:
                 if "libsymbolizer.a" not in objects:
                     objects.append("libsymbolizer.a")
@@ -80,6 +91,9 @@ def link_list(program):
 def main(argv):
     for arg in argv:
         var, _, program = arg.partition("=")
+        if not var or not os.path.isfile(program):
+            print(f"link_deps.py: {arg}: want VAR=PROGRAM.c of an existing file", file=sys.stderr)
+            return 2
         print(f"{var} := {' '.join(link_list(program))}")
     return 0
 

@@ -14,8 +14,8 @@
 
 #include "unit.h"
 
-#include "../../agent/proctab.h"
-#include "../../agent/samples.h"
+#include "../../agent/collect/proctab.h"
+#include "../../agent/collect/samples.h"
 #include "../../symbolizer/symbolizer.h"
 
 #define PID 4242

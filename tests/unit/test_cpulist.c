@@ -3,7 +3,7 @@
 
 #include "unit.h"
 
-#include "../../agent/sampler.h"
+#include "../../agent/collect/sampler.h"
 
 static void test_cpulist(void **state)
 {

@@ -7,7 +7,7 @@
 
 #include "unit.h"
 
-#include "../../agent/drain_internal.h"
+#include "../../agent/collect/drain_internal.h"
 #include "../../bpf/profiler.h"
 
 static void test_sample_of(void **state)

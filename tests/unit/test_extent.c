@@ -8,7 +8,7 @@
 
 #include "unit.h"
 
-#include "../../agent/extent.h"
+#include "../../agent/unwind/extent.h"
 
 /*
  * Fault injection: extent.c grows its lists with reallocarray(), which this definition

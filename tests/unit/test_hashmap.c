@@ -3,7 +3,7 @@
 
 #include "unit.h"
 
-#include "../../agent/hashmap.h"
+#include "../../agent/common/hashmap.h"
 
 static uint64_t bad_hash(const void *k)
 {

@@ -4,7 +4,7 @@
 
 #include "unit.h"
 
-#include "../../agent/kubernetes.h"
+#include "../../agent/collect/kubernetes.h"
 
 #define CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

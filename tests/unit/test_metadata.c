@@ -5,7 +5,7 @@
 
 #include "unit.h"
 
-#include "../../agent/metadata.h"
+#include "../../agent/collect/metadata.h"
 
 #define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define UID "1f5e2a8c-3b4d-4e6f-8a9b-0c1d2e3f4a5b"

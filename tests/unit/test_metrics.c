@@ -7,8 +7,8 @@
 
 #include "unit.h"
 
-#include "../../agent/metrics.h"
-#include "../../agent/stats.h"
+#include "../../agent/operate/metrics.h"
+#include "../../agent/operate/stats.h"
 
 /* Distinct values, so that a row printed under another's name shows. */
 static void fill(struct metrics_snapshot *snap)

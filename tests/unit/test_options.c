@@ -5,7 +5,8 @@
 
 #include "unit.h"
 
-#include "../../agent/options.h"
+#include "../../agent/operate/config.h"
+#include "../../agent/operate/options.h"
 
 static int parse(struct agent_config *cfg, const char *line, char *err, size_t size)
 {

@@ -6,7 +6,7 @@
 
 #include "unit.h"
 
-#include "../../agent/procfs.h"
+#include "../../agent/collect/procfs.h"
 
 static void test_stat_start(void **state)
 {

@@ -7,7 +7,7 @@
 
 #include "fake_proc.h"
 
-#include "../../agent/procfs.h"
+#include "../../agent/collect/procfs.h"
 
 static void test_capture_and_lookup(void **state)
 {

@@ -5,9 +5,9 @@
 
 #include "unit.h"
 
-#include "../../agent/pprof.h"
-#include "../../agent/profile.h"
-#include "../../agent/top.h"
+#include "../../agent/profile/pprof.h"
+#include "../../agent/profile/profile.h"
+#include "../../agent/profile/top.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile pb_profile;

@@ -7,7 +7,7 @@
 
 #include "unit.h"
 
-#include "../../agent/sink_file.h"
+#include "../../agent/ship/sink_file.h"
 
 static int count_files(const char *dir, const char *suffix)
 {

@@ -9,8 +9,8 @@
 
 #include "unit.h"
 
-#include "../../agent/sink_server.h"
-#include "../../agent/targets.h"
+#include "../../agent/ship/sink_server.h"
+#include "../../agent/profile/targets.h"
 
 static char *rules[] = { "comm:cart*=cart" };
 static char *labels[] = { "env=prod" };

@@ -4,8 +4,8 @@
 
 #include "unit.h"
 
-#include "../../agent/profile.h"
-#include "../../agent/split.h"
+#include "../../agent/profile/profile.h"
+#include "../../agent/profile/split.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile pb_profile;

@@ -7,7 +7,7 @@
 
 #include "unit.h"
 
-#include "../../agent/stats.h"
+#include "../../agent/operate/stats.h"
 #include "../../bpf/profiler.h"
 
 /* Keys of the window's debug line are unique, and the ones the integration tests read are

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "unit.h"
 
-#include "../../agent/kubernetes.h"
-#include "../../agent/metadata.h"
-#include "../../agent/targets.h"
+#include "../../agent/collect/kubernetes.h"
+#include "../../agent/collect/metadata.h"
+#include "../../agent/profile/targets.h"
 
 static const char *label(const struct target *t, const char *name)
 {

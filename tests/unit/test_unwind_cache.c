@@ -10,7 +10,7 @@
 
 #include "unit.h"
 
-#include "../../agent/unwind_cache.h"
+#include "../../agent/unwind/unwind_cache.h"
 
 /* What the unload callback saw. */
 struct unloads {

@@ -12,11 +12,11 @@
 
 #include "unit.h"
 
-#include "../../agent/http.h"
-#include "../../agent/pyroscope.h"
-#include "../../agent/spool.h"
-#include "../../agent/targets.h"
-#include "../../agent/uploader.h"
+#include "../../agent/ship/http.h"
+#include "../../agent/ship/pyroscope.h"
+#include "../../agent/ship/spool.h"
+#include "../../agent/profile/targets.h"
+#include "../../agent/ship/uploader.h"
 #include "push.pb-c.h"
 
 /* ---- A target without the targets table ----------------------------------------------- */

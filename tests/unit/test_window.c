@@ -8,8 +8,8 @@
 
 #include "fake_proc.h"
 
-#include "../../agent/profile.h"
-#include "../../agent/window.h"
+#include "../../agent/profile/profile.h"
+#include "../../agent/profile/window.h"
 
 static void add_stack_flags(struct drained_window *w, uint64_t id, const uint64_t *ips,
 			    uint32_t n, uint32_t flags)

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Reading and clearing one idle generation of the maps (see bpf/profiler.h), converted into
+ * the agent's plain data (samples.h).
+ *
+ * Hash maps are read with BPF_MAP_LOOKUP_AND_DELETE_BATCH (Linux 5.6) in fixed-size chunks,
+ * so memory stays bounded whatever the map size; kernels or maps that refuse it are walked
+ * with get_next_key, lookup and delete.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "../../bpf/profiler.h"
+
+#include "drain.h"
+#include "drain_internal.h"
+#include "operate/log.h"
+#include "sampler.h"
+
+/* Kernel-internal errno that bpf(2) leaks for unsupported operations. */
+#ifndef ENOTSUPP
+#define ENOTSUPP 524
+#endif
+
+#define COUNTS_CHUNK 1024
+#define STACKS_CHUNK 256
+
+/* The plain data of samples.h copies BPF's flags and marks: they must be the same bits. */
+_Static_assert(SAMPLE_KTHREAD == SAMPLE_F_KTHREAD && SAMPLE_USTACK_ERR == SAMPLE_F_USTACK_ERR &&
+		       SAMPLE_KSTACK_ERR == SAMPLE_F_KSTACK_ERR,
+	       "sample flags of samples.h and bpf/profiler.h");
+_Static_assert(STACK_COMPLETE == STACK_F_COMPLETE && STACK_TRUNCATED == STACK_F_TRUNCATED &&
+		       STACK_TABLES == STACK_F_TABLES,
+	       "stack flags of samples.h and bpf/profiler.h");
+_Static_assert(FRAME_EXACT == IGNIS_USER_IP_EXACT && FRAME_BY_FP == IGNIS_USER_IP_FP,
+	       "frame marks of samples.h and bpf/profiler.h");
+_Static_assert(STACK_MAX_DEPTH == IGNIS_MAX_STACK_DEPTH && COMM_LEN == IGNIS_COMM_LEN,
+	       "sizes of samples.h and bpf/profiler.h");
+
+static struct stack_id stack_id_of(const struct ignis_stack_id *id)
+{
+	return (struct stack_id){ .lo = id->lo, .hi = id->hi };
+}
+
+typedef int (*drain_entry_fn)(struct drained_window *w, const void *key, const void *value);
+
+void drain_sample_of(const struct ignis_sample_key *k, uint64_t count, struct drained_sample *s)
+{
+	*s = (struct drained_sample){
+		.tgid = k->tgid,
+		.pid = k->pid,
+		.start_time = k->start_time,
+		.exec_id = k->exec_id,
+		.flags = k->flags,
+		.user_stack = stack_id_of(&k->user_stack),
+		.kernel_stack = stack_id_of(&k->kernel_stack),
+		.count = count,
+	};
+	memcpy(s->comm, k->comm, sizeof(s->comm));
+	s->comm[sizeof(s->comm) - 1] = '\0';
+}
+
+void drain_counters_of(const uint64_t *stats, struct counters *c)
+{
+#define BPF_ROW(id, ...) c->v[CNT_##id] = stats[STAT_##id];
+	IGNIS_BPF_STATS(BPF_ROW)
+#undef BPF_ROW
+}
+
+static int counts_entry(struct drained_window *w, const void *key, const void *value)
+{
+	struct drained_sample s;
+
+	drain_sample_of(key, *(const uint64_t *)value, &s);
+	return drained_window__add_sample(w, &s);
+}
+
+static int stacks_entry(struct drained_window *w, const void *key, const void *value)
+{
+	const struct ignis_stack *st = value;
+	struct stack_id id = stack_id_of(key);
+
+	return drained_window__add_stack(w, &id, st->flags, (const uint64_t *)st->ips, st->len);
+}
+
+/* Walk with get_next_key: for kernels without batch operations on this map type. */
+static int drain_slow(int fd, size_t key_size, size_t value_size, struct drained_window *w,
+		      drain_entry_fn fn)
+{
+	void *key = calloc(1, key_size), *next = calloc(1, key_size), *value = malloc(value_size);
+	int err = 0;
+
+	if (!key || !next || !value) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	/* Deleting as we go: always restart from the first key. */
+	while (!bpf_map_get_next_key(fd, NULL, next)) {
+		if (!bpf_map_lookup_elem(fd, next, value)) {
+			err = fn(w, next, value);
+			if (err)
+				break;
+		}
+		if (bpf_map_delete_elem(fd, next) && errno != ENOENT) {
+			err = -errno;
+			break;
+		}
+	}
+cleanup:
+	free(key);
+	free(next);
+	free(value);
+	return err;
+}
+
+static int drain_map(int fd, size_t key_size, size_t value_size, uint32_t chunk,
+		     struct drained_window *w, drain_entry_fn fn)
+{
+	size_t token_size = key_size > sizeof(uint64_t) ? key_size : sizeof(uint64_t);
+	void *keys = calloc(chunk, key_size), *values = calloc(chunk, value_size);
+	void *in = calloc(1, token_size), *out = calloc(1, token_size);
+	bool first = true, done = false;
+	uint32_t count, i;
+	int err = 0, ret;
+
+	if (!keys || !values || !in || !out) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	while (!done) {
+		count = chunk;
+		ret = bpf_map_lookup_and_delete_batch(fd, first ? NULL : in, out, keys, values,
+						      &count, NULL);
+		if (ret) {
+			err = -errno;
+			if (err == -ENOENT) {
+				done = true; /* the last chunk may still hold entries */
+				err = 0;
+			} else if (first &&
+				   (err == -EINVAL || err == -EOPNOTSUPP || err == -ENOTSUPP)) {
+				err = drain_slow(fd, key_size, value_size, w, fn);
+				goto cleanup;
+			} else {
+				goto cleanup;
+			}
+		}
+		for (i = 0; i < count; i++) {
+			err = fn(w, (char *)keys + (size_t)i * key_size,
+				 (char *)values + (size_t)i * value_size);
+			if (err)
+				goto cleanup;
+		}
+		memcpy(in, out, token_size);
+		first = false;
+	}
+cleanup:
+	free(keys);
+	free(values);
+	free(in);
+	free(out);
+	return err;
+}
+
+static int drain_stats(int fd, unsigned int gen, struct drained_window *w)
+{
+	int nr_cpus = libbpf_num_possible_cpus(), cpu, i;
+	uint64_t *values, sums[STAT_NR] = { 0 };
+	int err = 0;
+
+	if (nr_cpus <= 0)
+		return -EINVAL;
+	values = calloc((size_t)nr_cpus, sizeof(*values));
+	if (!values)
+		return -ENOMEM;
+	for (i = 0; i < STAT_NR; i++) {
+		uint32_t idx = gen * STAT_NR + (uint32_t)i;
+
+		if (bpf_map_lookup_elem(fd, &idx, values)) {
+			err = -errno;
+			break;
+		}
+		for (cpu = 0; cpu < nr_cpus; cpu++)
+			sums[i] += values[cpu];
+		memset(values, 0, (size_t)nr_cpus * sizeof(*values));
+		if (bpf_map_update_elem(fd, &idx, values, BPF_ANY)) {
+			err = -errno;
+			break;
+		}
+	}
+	free(values);
+	drain_counters_of(sums, &w->counters);
+	return err;
+}
+
+int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
+{
+	int err;
+
+	err = drain_stats(sampler__stats_fd(s), gen, w);
+	if (err) {
+		pr_warn("drain: cannot read counters: %s", strerror(-err));
+		return err;
+	}
+	err = drain_map(sampler__stacks_fd(s, gen), sizeof(struct ignis_stack_id),
+			sizeof(struct ignis_stack), STACKS_CHUNK, w, stacks_entry);
+	if (err) {
+		pr_warn("drain: cannot read stacks: %s", strerror(-err));
+		return err;
+	}
+	err = drain_map(sampler__counts_fd(s, gen), sizeof(struct ignis_sample_key),
+			sizeof(uint64_t), COUNTS_CHUNK, w, counts_entry);
+	if (err)
+		pr_warn("drain: cannot read sample counts: %s", strerror(-err));
+	return err;
+}
+
+int drain__reconcile_procs(struct sampler *s,
+			   bool (*known)(void *ctx, uint32_t tgid, uint64_t start_time,
+					 uint32_t exec_id),
+			   void *ctx)
+{
+	int fd = sampler__procs_fd(s), nr = 0;
+	uint32_t key, next, *prev = NULL, *stale = NULL;
+	struct ignis_proc_state st;
+	size_t nr_stale = 0, cap = 0, i;
+
+	/* Collect first: deleting while walking with get_next_key restarts the walk. */
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &st) ||
+		    known(ctx, key, st.start_time, st.exec_id))
+			continue;
+		if (grow_array((void **)&stale, &cap, nr_stale + 1, sizeof(*stale)))
+			break;
+		stale[nr_stale++] = key;
+	}
+	for (i = 0; i < nr_stale; i++)
+		if (!bpf_map_delete_elem(fd, &stale[i]))
+			nr++;
+	free(stale);
+	return nr;
+}

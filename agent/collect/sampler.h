@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sampler: the BPF skeleton, the perf events that drive it (one per online CPU) and the
+ * generation flip. It is the only file that sees the skeleton; the drain reads the maps
+ * through the descriptors it hands out.
+ *
+ * Lifecycle: sampler__new() opens, configures and loads; sampler__attach() starts sampling;
+ * sampler__flip() switches generations between windows; sampler__free() detaches and frees.
+ */
+#ifndef IGNIS_SAMPLER_H
+#define IGNIS_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/ignis.h"
+#include "sampler_types.h"
+
+struct proc_event;
+struct sampler;
+
+/* The table unwinder's maps: processes and their mappings they hold, the main executables
+ * recognised before their process is published, and the bytes of one row. */
+#define SAMPLER_UNWIND_PROCESSES   8192
+#define SAMPLER_UNWIND_MAPPINGS	   (64 * 1024)
+#define SAMPLER_UNWIND_EXECUTABLES 4096
+#define SAMPLER_UNWIND_ROW_BYTES   8 /* struct ignis_unwind_row */
+
+/* Called for each process event read from the ring buffer; return 0 to continue. */
+typedef int (*sampler_event_fn)(void *ctx, const struct proc_event *ev);
+
+struct sampler_opts {
+	unsigned int frequency_hz; /* samples per second per CPU */
+	enum sampler_event event;
+	bool user_stacks;
+	bool kernel_stacks;
+	bool skip_walk;	      /* benchmark: count samples without walking stacks */
+	const uint32_t *pids; /* only these tgids (--pid), or NULL for all */
+	size_t nr_pids;
+	uint32_t max_stacks;	    /* entries of each generation's stacks map, 0: sized */
+	uint32_t max_samples;	    /* entries of each generation's counts map, 0: sized */
+	unsigned int window_sec;    /* window length, used to size the maps */
+	uint64_t mmap_event_gap_ns; /* see struct ignis_config */
+	/* The table unwinder (--unwind): off, or on where the kernel accepts it (auto), or
+	 * required (a load failure is fatal). */
+	enum sampler_unwind unwind;
+	uint32_t unwind_rows;  /* entries of the row map (8 bytes each) */
+	uint32_t unwind_maps;  /* entries of the mapping map (48 bytes each) */
+	uint32_t unwind_procs; /* processes with tables */
+	uint32_t unwind_exes;  /* main executables with tables (56 bytes each) */
+	sampler_event_fn on_event;
+	void *ctx;
+};
+
+/*
+ * Open, configure and load the BPF programs. On failure logs one line saying what to fix
+ * (missing BTF, privileges, memlock, verifier; the verifier log at debug level) and returns
+ * NULL with errno set.
+ */
+struct sampler *sampler__new(const struct sampler_opts *opts);
+void sampler__free(struct sampler *s);
+
+/* Open a perf event on every online CPU, attach the programs. Returns 0 or -errno. */
+int sampler__attach(struct sampler *s) __must_check;
+
+/* Attach to CPUs that came online since the last call. Returns how many were added. */
+int sampler__refresh_cpus(struct sampler *s);
+/* CPUs with an attached event. */
+unsigned int sampler__nr_cpus(const struct sampler *s);
+
+/*
+ * Check that every CPU's BPF link still exists (its descriptor could have been closed from
+ * outside, e.g. by a debugger). Logs each that went, and returns how many are gone.
+ */
+int sampler__check_links(struct sampler *s);
+
+/*
+ * Switch the generation the programs write and wait until no program still writes the old
+ * one (an RCU grace period). Sets *idle to the generation now safe to read. Returns 0 or
+ * -errno.
+ */
+int sampler__flip(struct sampler *s, unsigned int *idle) __must_check;
+
+/*
+ * Consume ring-buffer events, waiting up to timeout_ms for some, or for wake_fd (-1: none)
+ * to turn readable, whichever comes first. Returns events handled (0 after a timeout or a
+ * wakeup) or -errno (-EINTR on a signal).
+ */
+int sampler__poll(struct sampler *s, int timeout_ms, int wake_fd);
+
+/* Map descriptors for the drain; valid while s lives. */
+int sampler__stacks_fd(const struct sampler *s, unsigned int gen);
+int sampler__counts_fd(const struct sampler *s, unsigned int gen);
+int sampler__stats_fd(const struct sampler *s);
+int sampler__procs_fd(const struct sampler *s);
+/* True when the table unwinder is loaded; then the descriptors of its maps. */
+bool sampler__unwinds(const struct sampler *s);
+int sampler__unwind_rows_fd(const struct sampler *s);
+int sampler__unwind_maps_fd(const struct sampler *s);
+int sampler__unwind_procs_fd(const struct sampler *s);
+int sampler__unwind_exes_fd(const struct sampler *s);
+uint32_t sampler__max_stacks(const struct sampler *s);
+uint32_t sampler__max_samples(const struct sampler *s);
+
+/*
+ * Samples the perf events produced since the previous call, summed over CPUs: the
+ * kernel's own count, to compare with what the program saw (throttling, skipped runs).
+ */
+uint64_t sampler__events_fired(struct sampler *s);
+
+/* The kernel memory the maps pin (memlock of each map, as bpftool reports), bytes. */
+uint64_t sampler__map_bytes(const struct sampler *s);
+
+/* Parse a CPU list such as "0-3,5" (sysfs cpulist format) into a bitmap of nbits bits.
+ * Returns the number of CPUs set or -EINVAL. */
+int cpulist_parse(const char *s, uint8_t *bitmap, unsigned int nbits) __must_check;
+
+#endif /* IGNIS_SAMPLER_H */

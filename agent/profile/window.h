@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One window's samples to one profile: every drained sample is turned into pprof locations
+ * by way of the process table (which mapping, which file) and the symbolizer (which
+ * function), following DESIGN.md requirements 7-9:
+ *
+ *  - user addresses become ELF virtual addresses, one Mapping per binary (keyed by build
+ *    ID), memory_start 0, memory_limit all ones, file_offset 0;
+ *  - return addresses (every frame but the first of each stack) are moved back one byte
+ *    into the call instruction, so that the address names the caller's line;
+ *  - kernel frames sit leafward of the user frames, in a [kernel.kallsyms] mapping;
+ *  - a frame no symbol covers keeps its address and mapping and gets no Line;
+ *  - placeholders: [truncated] at the root end when a walk stopped early, [unknown] for an
+ *    address in no mapping; each counted;
+ *  - sample labels pid, tid, comm, thread_name, and where known namespace, pod, container and
+ *    the chosen pod labels (Kubernetes), container_id (12 hex digits), unit (systemd).
+ */
+#ifndef IGNIS_WINDOW_H
+#define IGNIS_WINDOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/hashmap.h"
+#include "common/ignis.h"
+
+struct drained_window;
+struct kube;
+struct profile;
+struct proctab;
+struct symbolizer;
+struct targets;
+
+/* Per-window outcome of symbolization. */
+struct window_stats {
+	uint64_t samples;	      /* samples added to the profile */
+	uint64_t kthread_samples;     /* ... of kernel threads */
+	uint64_t no_image_samples;    /* ... of processes whose mappings were never captured */
+	uint64_t frames;	      /* frames resolved, per distinct stack */
+	uint64_t unknown_frames;      /* addresses in no mapping ([unknown]) */
+	uint64_t unnamed_frames;      /* addresses in a mapping that no symbol covers */
+	uint64_t symbolize_errors;    /* objects whose symbols could not be read */
+	uint64_t truncated_stacks;    /* stacks ending in [truncated] */
+	uint64_t broken_chains;	      /* distinct user stacks cut at a return address in no
+					 * mapping (a broken frame-pointer chain) */
+	uint64_t root_unknown_stacks; /* stacks whose outermost frame could not be checked */
+	uint64_t fp_walks_cut;	      /* distinct frame-pointer walks cut where the unwind table
+					 * shows the function keeps no frame pointer */
+	uint64_t kernel_unnamed;      /* kernel addresses no kallsyms symbol covers */
+	uint64_t processes;	      /* distinct processes in the window */
+	uint64_t dropped_profile_cap; /* samples lost to a profile cap (counted, logged) */
+};
+
+struct sym_object;
+struct window_builder;
+
+/* Could the caller of the frame at ELF address vaddr of obj be found through the frame
+ * pointer? (unwinder__fp_step_ok(): false where the object's unwind table says the function
+ * keeps none there.) */
+typedef bool (*window_fp_step_fn)(void *ctx, const struct sym_object *obj, uint64_t vaddr);
+
+struct window_builder_opts {
+	struct proctab *proctab;
+	struct symbolizer *symbolizer;
+	bool kernel_symbols;	      /* kallsyms was loaded and shows addresses */
+	const char *kernel_build_id;  /* hex, or NULL */
+	struct kube *kube;	      /* Kubernetes names, or NULL */
+	struct targets *targets;      /* group samples by target (a server's series), or NULL */
+	window_fp_step_fn fp_step_ok; /* checks frame-pointer walks, or NULL (no check) */
+	void *fp_step_ctx;
+};
+
+struct window_builder *window_builder__new(const struct window_builder_opts *opts);
+void window_builder__free(struct window_builder *wb);
+
+/*
+ * Add every sample of dw, recorded during window `seq`, to p, each in the group of its
+ * target when the builder has targets (resolved under `seq`: targets.h). Errors that
+ * touch one sample (a profile cap) are counted in stats and do not stop the window.
+ * Returns 0 or -ENOMEM.
+ */
+int window_builder__add(struct window_builder *wb, const struct drained_window *dw, uint64_t seq,
+			struct profile *p, struct window_stats *stats) __must_check;
+
+#endif /* IGNIS_WINDOW_H */

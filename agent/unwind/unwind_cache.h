@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The unwinder's table cache: one unwind table per object identity — its build ID, or for
+ * an object without one the object itself — shared by every process that maps it, counted
+ * by references, and evicted least recently used first.
+ *
+ * A table with a build ID stays cached after its last user while its rows are in the row
+ * map (the row map is the cache's storage: a later process of the same build finds it
+ * there); one without is dropped with its last user. The cache decides when a table goes;
+ * what its rows and map entries are (BPF) is the owner's business, done in the unload
+ * callback. No BPF, no threads: everything runs on the caller's thread.
+ */
+#ifndef IGNIS_UNWIND_CACHE_H
+#define IGNIS_UNWIND_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "../../bpf/profiler.h"
+#include "../../symbolizer/symbolizer.h"
+#include "common/hashmap.h"
+
+/* After building a table from more CFI than this (bytes), return freed memory to the system. */
+#define UNWIND_TRIM_AFTER_CFI_BYTES (256 * 1024)
+
+enum unwind_table_state {
+	UNWIND_TABLE_BUILDING, /* queued or on the build thread */
+	UNWIND_TABLE_WAITING,  /* built, waiting for room in the row map (rows held in built) */
+	UNWIND_TABLE_READY,    /* in the row map */
+	UNWIND_TABLE_NONE,     /* no table: no CFI, unreadable, or too large */
+};
+
+/* A file a process ran a table's object from, as BPF sees mm->exe_file. */
+struct unwind_exe_ref {
+	struct ignis_unwind_exe_key key;
+	bool in_map; /* unwind_exes[key] is written */
+};
+
+struct unwind_table {
+	/* The cache's (unwind_cache.c). */
+	char key[2 * 64 + 24]; /* "b:" and the build ID in hex, or "o:<address>" without one */
+	bool by_build_id;      /* cached past its last user */
+	enum unwind_table_state state;
+	uint32_t users;		/* processes referencing it */
+	uint64_t last_used;	/* cache tick of the last reference */
+	struct sym_object *obj; /* reference held while building, or for good without build ID */
+
+	/* The build thread's while BUILDING (unwind_build.c), then the main thread's. */
+	struct sym_unwind_table built; /* rows, until uploaded */
+	int build_err;
+	uint64_t build_ns;
+	struct unwind_table *next_job, *prev_job; /* build queue (newest at the head) / done list */
+	uint64_t queued_ns;			  /* CLOCK_MONOTONIC when queued */
+
+	/* Publishing's (unwind_publish.c): where the rows are, and unwind_exes. */
+	uint32_t row_start, nr_rows;
+	uint64_t base; /* ELF address of row pc 0 */
+	bool fresh;    /* just uploaded: its processes are published again */
+	/* As a process's main executable (unwind_exes), for the samples before the process
+	 * is published: what identifies it in memory, taken while the object was held. */
+	bool exe_layout; /* text_vaddr, build_id_vaddr and build_id are known */
+	uint64_t text_vaddr, build_id_vaddr;
+	uint8_t build_id[20];
+	uint32_t build_id_len;
+	struct unwind_exe_ref *exe_refs; /* keys of unwind_exes that are this table */
+	size_t nr_exe_refs, cap_exe_refs;
+};
+
+/* Called for a READY table just before the cache frees it (its last user went, or it was
+ * evicted): release its rows and map entries. t is already out of the cache. */
+typedef void (*unwind_table_unload_fn)(void *ctx, struct unwind_table *t);
+
+/* Embedded in its owner: unwind_cache__init() / unwind_cache__fini(). */
+struct unwind_cache {
+	struct hashmap tables; /* key string -> struct unwind_table */
+	uint64_t tick;
+	unwind_table_unload_fn unload;
+	void *ctx;
+};
+
+void unwind_cache__init(struct unwind_cache *c, unwind_table_unload_fn unload, void *ctx);
+/* Free every table, whatever its references, without unloading (the maps go with their
+ * owner). Tables on the build queue must be off it (the build thread stopped). */
+void unwind_cache__fini(struct unwind_cache *c);
+
+/* Start a new period of use: tables referenced from now on count as more recently used
+ * than those referenced before (eviction order). */
+void unwind_cache__tick(struct unwind_cache *c);
+
+/*
+ * The table of obj, with one more reference (dropped with unwind_cache__put()): the cached
+ * one, or a new one in state BUILDING holding a reference to obj, with *created set, which
+ * the caller queues for building. Returns NULL (errno ENOMEM) when it cannot be created.
+ */
+struct unwind_table *unwind_cache__get(struct unwind_cache *c, struct sym_object *obj,
+				       bool *created);
+
+/* The table of obj without taking a reference, or NULL; borrowed until the cache changes. */
+const struct unwind_table *unwind_cache__find(const struct unwind_cache *c,
+					      const struct sym_object *obj);
+
+/*
+ * Drop a reference (t may be NULL). At the last one, a READY table with a build ID stays
+ * cached, a BUILDING one stays until the build thread hands it back (the caller then
+ * removes it), any other is unloaded (if READY) and freed.
+ */
+void unwind_cache__put(struct unwind_cache *c, struct unwind_table *t);
+
+/* Take t out of the cache, unload it if READY, and free it. */
+void unwind_cache__remove(struct unwind_cache *c, struct unwind_table *t);
+
+/* Remove the least recently used READY table that no process uses. Returns false when
+ * there is none. */
+bool unwind_cache__evict(struct unwind_cache *c);
+
+/* Iterate over the cached tables ((struct unwind_table *)e->value); the cache must not
+ * change during the walk. */
+#define unwind_cache__for_each(c, e) hashmap__for_each(&(c)->tables, e)
+
+/* Free the built rows (uploaded, or of no use), giving a large table's memory back to the
+ * system. */
+void unwind_table__release_built(struct unwind_table *t);
+
+#endif /* IGNIS_UNWIND_CACHE_H */

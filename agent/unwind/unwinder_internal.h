@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Declarations shared by the unwinder's files, not by its users: the unwinder object itself,
+ * the processes it publishes, and publishing (unwind_publish.c), which unwinder.c calls.
+ *
+ *   unwinder.c        the facade of unwinder.h: processes, polling, grace periods
+ *   unwind_cache.c    tables by build ID or object, references, eviction
+ *   unwind_build.c    the build thread and its queue
+ *   unwind_publish.c  the BPF maps: rows, mappings, unwind_procs, unwind_exes
+ *   extent.c          the extents of the array maps
+ *
+ * Everything here runs on the main thread.
+ */
+#ifndef IGNIS_UNWINDER_INTERNAL_H
+#define IGNIS_UNWINDER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extent.h"
+#include "common/hashmap.h"
+#include "unwind_build.h"
+#include "unwind_cache.h"
+#include "unwinder.h"
+
+/* One executable mapping of a process, as published. */
+struct unwind_pmap {
+	uint64_t start, end;
+	uint64_t bias; /* runtime address - ELF address */
+	struct unwind_table *table;
+};
+
+struct unwind_process {
+	uint32_t tgid;
+	uint32_t exec_id;
+	uint64_t start_time;
+	uint32_t version;
+	uint32_t map_start, nr_published; /* extent in unwind_maps, nr 0: not published */
+	bool dirty;			  /* to publish */
+	struct unwind_pmap *maps;
+	size_t nr_maps;
+};
+
+struct unwinder {
+	struct unwinder_opts opts;
+	struct unwind_cache cache;
+	struct hashmap processes;  /* tgid -> struct unwind_process */
+	struct extents rows, maps; /* of unwind_rows and unwind_maps */
+	uint32_t next_version;
+	struct unwinder_stats st;
+	struct unwind_builder *builder;
+};
+
+/*
+ * Put a built table's rows into unwind_rows (evicting unused tables to make room), then its
+ * waiting unwind_exes entries; on success it is READY and its built rows are freed.
+ * Returns 0, -ENOSPC (no room before the next grace period: it waits), -E2BIG (too large
+ * for the map) or the map update's -errno.
+ */
+int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
+
+/* The unload callback of u's cache: remove t's unwind_exes entries, defer its rows. */
+void unwinder__unload_table(void *ctx, struct unwind_table *t);
+
+/* A process runs t's object as its main executable, which BPF sees at key: enter the key in
+ * unwind_exes (now if t is ready, else when it is), taking it from another table. Best
+ * effort: failures leave the first samples to frame pointers. */
+void unwinder__want_exe(struct unwinder *u, struct unwind_table *t,
+			const struct ignis_unwind_exe_key *key);
+
+/* Write p's mappings whose tables are ready into unwind_maps, then its unwind_procs entry;
+ * unpublish it when none is ready. A full map or an allocation failure unpublishes it and
+ * marks it dirty (retried after the next window), and is counted, not returned. */
+void unwinder__publish(struct unwinder *u, struct unwind_process *p);
+
+/* Remove p's unwind_procs entry and defer its mappings' extent; no-op if not published. */
+void unwinder__unpublish(struct unwinder *u, struct unwind_process *p);
+
+#endif /* IGNIS_UNWINDER_INTERNAL_H */

@@ -21,19 +21,6 @@
 /* Drain-duration histogram bucket upper bounds, seconds. */
 #define METRICS_DRAIN_BUCKETS 11
 
-/* Upload error classes counted by the sinks (Prometheus label code="..."). */
-#define METRICS_UPLOAD_CODES 8
-
-/* Why profiles were given up (index into uploader_stats.dropped). */
-enum upload_drop {
-	DROP_QUEUE_FULL = 0, /* memory queue and spool full: the oldest went */
-	DROP_TOO_OLD,	     /* older than the server's ingestion window */
-	DROP_REJECTED,	     /* the server refused it (4xx other than 408/429) */
-	DROP_SHUTDOWN,	     /* still queued at exit, with no spool to keep it */
-	DROP_SPOOL_ERROR,    /* its spool file could not be written or read back */
-	METRICS_DROP_REASONS,
-};
-
 /*
  * What /metrics shows: the counter table's values (stats.h; totals since start, gauges as
  * last seen) and the figures that are not whole numbers.
@@ -48,18 +35,6 @@ struct metrics_snapshot {
 	double drain_seconds_sum;
 	uint64_t last_drain_ns; /* CLOCK_MONOTONIC of the last finished drain */
 	uint64_t interval_ns;	/* the window length */
-};
-
-/* Upload error classes (index into uploader_stats.errors). */
-enum metrics_upload_code {
-	UPLOAD_ERR_NETWORK = 0, /* connection refused, DNS, TLS, timeout */
-	UPLOAD_ERR_4XX,		/* other client errors: not retried */
-	UPLOAD_ERR_400,
-	UPLOAD_ERR_401,
-	UPLOAD_ERR_408,
-	UPLOAD_ERR_413,
-	UPLOAD_ERR_429,
-	UPLOAD_ERR_5XX,
 };
 
 struct metrics;

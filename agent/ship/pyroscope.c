@@ -153,7 +153,7 @@ char *pyroscope_ingest_url(const char *base, const struct upload *u)
 	return url;
 }
 
-static enum metrics_upload_code code_of(long status)
+static enum upload_code code_of(long status)
 {
 	switch (status) {
 	case 400:

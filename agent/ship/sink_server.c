@@ -7,7 +7,6 @@
 
 #include "http.h"
 #include "operate/log.h"
-#include "operate/metrics.h"
 #include "profile/profile.h"
 #include "pyroscope.h"
 #include "sink_server.h"

@@ -26,7 +26,6 @@
 #include <stdint.h>
 
 #include "common/ignis.h"
-#include "operate/metrics.h"
 #include "profile/targets.h"
 
 /* One profile of one target, as queued. */
@@ -57,13 +56,36 @@ enum send_outcome {
 	SEND_DROP,  /* any other answer: sending again cannot help */
 };
 
+/* Upload error classes (index into uploader_stats.errors; Prometheus label code="..."). */
+enum upload_code {
+	UPLOAD_ERR_NETWORK = 0, /* connection refused, DNS, TLS, timeout */
+	UPLOAD_ERR_4XX,		/* other client errors: not retried */
+	UPLOAD_ERR_400,
+	UPLOAD_ERR_401,
+	UPLOAD_ERR_408,
+	UPLOAD_ERR_413,
+	UPLOAD_ERR_429,
+	UPLOAD_ERR_5XX,
+	UPLOAD_CODES,
+};
+
+/* Why profiles were given up (index into uploader_stats.dropped). */
+enum upload_drop {
+	DROP_QUEUE_FULL = 0, /* memory queue and spool full: the oldest went */
+	DROP_TOO_OLD,	     /* older than the server's ingestion window */
+	DROP_REJECTED,	     /* the server refused it (4xx other than 408/429) */
+	DROP_SHUTDOWN,	     /* still queued at exit, with no spool to keep it */
+	DROP_SPOOL_ERROR,    /* its spool file could not be written or read back */
+	UPLOAD_DROP_REASONS,
+};
+
 struct send_result {
 	enum send_outcome outcome;
-	enum metrics_upload_code code; /* the failure's class */
-	long status;		       /* HTTP status, 0 for a transport failure */
-	double retry_after_sec;	       /* the server's Retry-After, or -1 */
-	size_t bytes;		       /* request body bytes */
-	char message[256];	       /* the server's or the transport's words, printable */
+	enum upload_code code;	/* the failure's class */
+	long status;		/* HTTP status, 0 for a transport failure */
+	double retry_after_sec; /* the server's Retry-After, or -1 */
+	size_t bytes;		/* request body bytes */
+	char message[256];	/* the server's or the transport's words, printable */
 };
 
 /* A sender: one per worker thread (libcurl handles are per thread). */
@@ -90,8 +112,8 @@ struct uploader_stats {
 	uint64_t sent;	     /* profiles the server accepted */
 	uint64_t bytes_sent; /* their request bytes */
 	uint64_t retries;    /* failed attempts that will be retried */
-	uint64_t errors[METRICS_UPLOAD_CODES];
-	uint64_t dropped[METRICS_DROP_REASONS];
+	uint64_t errors[UPLOAD_CODES];
+	uint64_t dropped[UPLOAD_DROP_REASONS];
 	uint64_t queued;      /* profiles queued now (memory and spool) */
 	uint64_t queue_bytes; /* memory they take */
 	uint64_t spooled;     /* of which in the spool */

@@ -106,7 +106,7 @@ static void balance(struct window *w)
 {
 	const uint64_t *v = w->dw.counters.v;
 
-	w->recorded = drained_window__total(&w->dw);
+	w->recorded = w->dw.nr_counted;
 	w->unaccounted = (int64_t)v[CNT_SAMPLES] - (int64_t)v[CNT_IDLE] - (int64_t)v[CNT_FILTERED] -
 			 (int64_t)w->recorded - (int64_t)counters_bpf_drops(&w->dw.counters);
 }

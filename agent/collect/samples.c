@@ -48,16 +48,6 @@ const struct drained_stack *drained_window__stack(const struct drained_window *w
 	return hashmap__find(&w->stacks, id);
 }
 
-uint64_t drained_window__total(const struct drained_window *w)
-{
-	uint64_t total = 0;
-	size_t i;
-
-	for (i = 0; i < w->nr_samples; i++)
-		total += w->samples[i].count;
-	return total;
-}
-
 int drained_window__add_sample(struct drained_window *w, const struct drained_sample *s)
 {
 	int err = grow_array((void **)&w->samples, &w->cap_samples, w->nr_samples + 1,
@@ -66,6 +56,7 @@ int drained_window__add_sample(struct drained_window *w, const struct drained_sa
 	if (err)
 		return err;
 	w->samples[w->nr_samples++] = *s;
+	w->nr_counted += s->count;
 	return 0;
 }
 

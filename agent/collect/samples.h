@@ -87,6 +87,7 @@ struct drained_window {
 	struct hashmap stacks;	  /* &id (struct stack_id) -> struct drained_stack */
 	struct counters counters; /* the BPF rows: the generation's counters, summed over CPUs */
 	uint64_t nr_stack_frames; /* frames held in stacks, for accounting */
+	uint64_t nr_counted;	  /* the samples' counts, summed */
 };
 
 void drained_window__init(struct drained_window *w);
@@ -102,7 +103,5 @@ int drained_window__add_sample(struct drained_window *w,
  * same id is ignored. Returns 0 or -ENOMEM. */
 int drained_window__add_stack(struct drained_window *w, const struct stack_id *id, uint32_t flags,
 			      const uint64_t *ips, uint32_t len) __must_check;
-/* Sum of the counts of all samples. */
-uint64_t drained_window__total(const struct drained_window *w);
 
 #endif /* IGNIS_SAMPLES_H */

@@ -24,11 +24,4 @@ static void test_cpulist(void **state)
 	assert_int_equal(cpulist_parse("1-", bm, 64), -EINVAL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cpulist),
-	};
-
-	return cmocka_run_group_tests_name("cpulist", tests, NULL, NULL);
-}
+UNIT_MAIN("cpulist", cmocka_unit_test(test_cpulist))

@@ -88,13 +88,5 @@ static void test_stacks(void **state)
 	drained_window__fini(&w);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sample_of),
-		cmocka_unit_test(test_counters_of),
-		cmocka_unit_test(test_stacks),
-	};
-
-	return cmocka_run_group_tests_name("drain", tests, NULL, NULL);
-}
+UNIT_MAIN("drain", cmocka_unit_test(test_sample_of), cmocka_unit_test(test_counters_of),
+	  cmocka_unit_test(test_stacks))

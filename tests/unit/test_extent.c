@@ -411,21 +411,11 @@ static void test_random_against_model(void **state)
 	extents__fini(&x);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_whole_map_then_exhausted),
-		cmocka_unit_test(test_consecutive_allocations),
-		cmocka_unit_test(test_first_fit_not_best_fit),
-		cmocka_unit_test(test_release_coalesces),
-		cmocka_unit_test(test_fragmentation),
-		cmocka_unit_test(test_many_holes),
-		cmocka_unit_test(test_largest_map),
-		cmocka_unit_test(test_deferred_free_waits_for_the_grace_period),
-		cmocka_unit_test(test_deferred_then_reused),
-		cmocka_unit_test(test_out_of_memory),
-		cmocka_unit_test(test_random_against_model),
-	};
-
-	return cmocka_run_group_tests_name("extent", tests, NULL, NULL);
-}
+UNIT_MAIN("extent", cmocka_unit_test(test_whole_map_then_exhausted),
+	  cmocka_unit_test(test_consecutive_allocations),
+	  cmocka_unit_test(test_first_fit_not_best_fit), cmocka_unit_test(test_release_coalesces),
+	  cmocka_unit_test(test_fragmentation), cmocka_unit_test(test_many_holes),
+	  cmocka_unit_test(test_largest_map),
+	  cmocka_unit_test(test_deferred_free_waits_for_the_grace_period),
+	  cmocka_unit_test(test_deferred_then_reused), cmocka_unit_test(test_out_of_memory),
+	  cmocka_unit_test(test_random_against_model))

@@ -80,13 +80,5 @@ static void test_hash_bytes(void **state)
 	assert_int_equal(hash_str("x"), hash_bytes("x", 1, 0));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good_hash),
-		cmocka_unit_test(test_colliding_hash),
-		cmocka_unit_test(test_hash_bytes),
-	};
-
-	return cmocka_run_group_tests_name("hashmap", tests, NULL, NULL);
-}
+UNIT_MAIN("hashmap", cmocka_unit_test(test_good_hash),
+	  cmocka_unit_test(test_colliding_hash), cmocka_unit_test(test_hash_bytes))

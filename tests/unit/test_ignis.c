@@ -65,11 +65,4 @@ static void test_same_growth(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_same_growth),
-	};
-
-	return cmocka_run_group_tests_name("ignis", tests, NULL, NULL);
-}
+UNIT_MAIN("ignis", cmocka_unit_test(test_same_growth))

@@ -133,15 +133,7 @@ static void test_reload(void **state)
 	symbolizer__free(s);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lookup),
-		cmocka_unit_test(test_same_address_prefers_a_name),
-		cmocka_unit_test(test_hidden_addresses),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_reload),
-	};
-
-	return cmocka_run_group_tests_name("kallsyms", tests, NULL, NULL);
-}
+UNIT_MAIN("kallsyms", cmocka_unit_test(test_lookup),
+	  cmocka_unit_test(test_same_address_prefers_a_name),
+	  cmocka_unit_test(test_hidden_addresses), cmocka_unit_test(test_malformed),
+	  cmocka_unit_test(test_reload))

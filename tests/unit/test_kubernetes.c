@@ -68,12 +68,4 @@ static void test_hostile(void **state)
 			 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pod),
-		cmocka_unit_test(test_hostile),
-	};
-
-	return cmocka_run_group_tests_name("kubernetes", tests, NULL, NULL);
-}
+UNIT_MAIN("kubernetes", cmocka_unit_test(test_pod), cmocka_unit_test(test_hostile))

@@ -91,12 +91,5 @@ static void test_not_a_cgroup_file(void **state)
 	assert_int_equal(metadata_parse_cgroup("", &m), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layouts),
-		cmocka_unit_test(test_not_a_cgroup_file),
-	};
-
-	return cmocka_run_group_tests_name("metadata", tests, NULL, NULL);
-}
+UNIT_MAIN("metadata", cmocka_unit_test(test_layouts),
+	  cmocka_unit_test(test_not_a_cgroup_file))

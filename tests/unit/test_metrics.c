@@ -114,13 +114,5 @@ static void test_health(void **state)
 	assert_non_null(strstr(reason, "1 CPU"));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_row_in_metrics),
-		cmocka_unit_test(test_families_once),
-		cmocka_unit_test(test_health),
-	};
-
-	return cmocka_run_group_tests_name("metrics", tests, NULL, NULL);
-}
+UNIT_MAIN("metrics", cmocka_unit_test(test_every_row_in_metrics),
+	  cmocka_unit_test(test_families_once), cmocka_unit_test(test_health))

@@ -562,21 +562,11 @@ static void test_actions(void **state)
 	config_fini(&cfg);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults_and_values),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_sizes_and_durations),
-		cmocka_unit_test(test_precedence),
-		cmocka_unit_test(test_config_errors),
-		cmocka_unit_test_setup_teardown(test_check_combinations, files_setup, files_teardown),
-		cmocka_unit_test_setup_teardown(test_check_accepts_and_reads_the_password, files_setup, files_teardown),
-		cmocka_unit_test_setup_teardown(test_check_warns_about_unsafe_settings, files_setup, files_teardown),
-		cmocka_unit_test(test_reference_lists_every_setting),
-		cmocka_unit_test(test_check_kubernetes_needs_the_node),
-		cmocka_unit_test(test_actions),
-	};
-
-	return cmocka_run_group_tests_name("options", tests, NULL, NULL);
-}
+UNIT_MAIN("options", cmocka_unit_test(test_defaults_and_values),
+	  cmocka_unit_test(test_errors), cmocka_unit_test(test_sizes_and_durations),
+	  cmocka_unit_test(test_precedence), cmocka_unit_test(test_config_errors),
+	  cmocka_unit_test_setup_teardown(test_check_combinations, files_setup, files_teardown),
+	  cmocka_unit_test_setup_teardown(test_check_accepts_and_reads_the_password, files_setup,
+	  files_teardown), cmocka_unit_test_setup_teardown(test_check_warns_about_unsafe_settings,
+	  files_setup, files_teardown), cmocka_unit_test(test_reference_lists_every_setting),
+	  cmocka_unit_test(test_check_kubernetes_needs_the_node), cmocka_unit_test(test_actions))

@@ -109,14 +109,6 @@ static void test_read_file_cap(void **state)
 	assert_int_equal(procfs_read_file(AT_FDCWD, "/nonexistent", 16, &text), -ESRCH);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stat_start),
-		cmocka_unit_test(test_notes_build_id),
-		cmocka_unit_test(test_open_in_root),
-		cmocka_unit_test(test_read_file_cap),
-	};
-
-	return cmocka_run_group_tests_name("procfs", tests, NULL, NULL);
-}
+UNIT_MAIN("procfs", cmocka_unit_test(test_stat_start),
+	  cmocka_unit_test(test_notes_build_id), cmocka_unit_test(test_open_in_root),
+	  cmocka_unit_test(test_read_file_cap))

@@ -118,15 +118,6 @@ static void test_malformed(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_file_mapping),
-		cmocka_unit_test(test_spaces_and_deleted),
-		cmocka_unit_test(test_special),
-		cmocka_unit_test(test_huge_values),
-		cmocka_unit_test(test_malformed),
-	};
-
-	return cmocka_run_group_tests_name("procmaps", tests, NULL, NULL);
-}
+UNIT_MAIN("procmaps", cmocka_unit_test(test_file_mapping),
+	  cmocka_unit_test(test_spaces_and_deleted), cmocka_unit_test(test_special),
+	  cmocka_unit_test(test_huge_values), cmocka_unit_test(test_malformed))

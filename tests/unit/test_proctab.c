@@ -159,17 +159,10 @@ static void test_recapture_keeps_stale(void **state)
 	assert_null(proctab__mapping(f->pt, img, LIB_BASE + 0x101000 + 0x10, 9, false));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_capture_and_lookup, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pid_reused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_exit_and_release, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_exec_retires_only_the_old_image, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_announced_image_revives, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rescan, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recapture_keeps_stale, setup, teardown),
-	};
-
-	return cmocka_run_group_tests_name("proctab", tests, NULL, NULL);
-}
+UNIT_MAIN("proctab", cmocka_unit_test_setup_teardown(test_capture_and_lookup, setup,
+	  teardown), cmocka_unit_test_setup_teardown(test_pid_reused, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_exit_and_release, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_exec_retires_only_the_old_image, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_announced_image_revives, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_rescan, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_recapture_keeps_stale, setup, teardown))

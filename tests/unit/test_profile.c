@@ -308,15 +308,5 @@ static void test_top(void **state)
 	profile__free(p);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_strings),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_comments),
-		cmocka_unit_test(test_caps),
-		cmocka_unit_test(test_top),
-	};
-
-	return cmocka_run_group_tests_name("profile", tests, NULL, NULL);
-}
+UNIT_MAIN("profile", cmocka_unit_test(test_strings), cmocka_unit_test(test_round_trip),
+	  cmocka_unit_test(test_comments), cmocka_unit_test(test_caps), cmocka_unit_test(test_top))

@@ -104,11 +104,4 @@ static void test_write_and_prune(void **state)
 	assert_int_equal(system(path), 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_write_and_prune),
-	};
-
-	return cmocka_run_group_tests_name("sink", tests, NULL, NULL);
-}
+UNIT_MAIN("sink", cmocka_unit_test(test_write_and_prune))

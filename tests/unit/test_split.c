@@ -277,13 +277,5 @@ static void test_byte_limit(void **state)
 	profile__free(f.p);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_one_profile_per_target),
-		cmocka_unit_test(test_split_by_process_then_fold),
-		cmocka_unit_test(test_byte_limit),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN("split", cmocka_unit_test(test_one_profile_per_target),
+	  cmocka_unit_test(test_split_by_process_then_fold), cmocka_unit_test(test_byte_limit))

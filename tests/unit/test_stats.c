@@ -65,12 +65,4 @@ static void test_bpf_rows(void **state)
 	assert_int_equal(counters_bpf_drops(&c), 111);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_window_line),
-		cmocka_unit_test(test_bpf_rows),
-	};
-
-	return cmocka_run_group_tests_name("stats", tests, NULL, NULL);
-}
+UNIT_MAIN("stats", cmocka_unit_test(test_window_line), cmocka_unit_test(test_bpf_rows))

@@ -659,28 +659,13 @@ static void test_vdso(void **state)
 	symbolizer__free(s);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pie),
-		cmocka_unit_test(test_nopie),
-		cmocka_unit_test(test_shared_library),
-		cmocka_unit_test(test_dynsym_only),
-		cmocka_unit_test(test_no_build_id),
-		cmocka_unit_test(test_vaddr),
-		cmocka_unit_test(test_exe_layout),
-		cmocka_unit_test(test_objects_are_shared),
-		cmocka_unit_test(test_cache_budget),
-		cmocka_unit_test(test_table_shared_by_build_id),
-		cmocka_unit_test(test_not_elf),
-		cmocka_unit_test(test_vdso),
-		cmocka_unit_test(test_dwarf_inline_frames),
-		cmocka_unit_test(test_dwarf_compressed_sections),
-		cmocka_unit_test(test_minidebuginfo),
-		cmocka_unit_test(test_demangle_from_symbol_table),
-		cmocka_unit_test(test_debug_file_by_debuglink),
-		cmocka_unit_test(test_perfmap),
-	};
-
-	return cmocka_run_group_tests_name("symbolizer", tests, NULL, NULL);
-}
+UNIT_MAIN("symbolizer", cmocka_unit_test(test_pie), cmocka_unit_test(test_nopie),
+	  cmocka_unit_test(test_shared_library), cmocka_unit_test(test_dynsym_only),
+	  cmocka_unit_test(test_no_build_id), cmocka_unit_test(test_vaddr),
+	  cmocka_unit_test(test_exe_layout), cmocka_unit_test(test_objects_are_shared),
+	  cmocka_unit_test(test_cache_budget), cmocka_unit_test(test_table_shared_by_build_id),
+	  cmocka_unit_test(test_not_elf), cmocka_unit_test(test_vdso),
+	  cmocka_unit_test(test_dwarf_inline_frames),
+	  cmocka_unit_test(test_dwarf_compressed_sections), cmocka_unit_test(test_minidebuginfo),
+	  cmocka_unit_test(test_demangle_from_symbol_table),
+	  cmocka_unit_test(test_debug_file_by_debuglink), cmocka_unit_test(test_perfmap))

@@ -204,14 +204,6 @@ static void test_sanitize(void **state)
 	assert_string_equal(out, "unknown");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_service_name_order),
-		cmocka_unit_test(test_resolve_labels_and_interning),
-		cmocka_unit_test(test_checks),
-		cmocka_unit_test(test_sanitize),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN("targets", cmocka_unit_test(test_service_name_order),
+	  cmocka_unit_test(test_resolve_labels_and_interning), cmocka_unit_test(test_checks),
+	  cmocka_unit_test(test_sanitize))

@@ -656,18 +656,7 @@ static void test_errors(void **state)
 	free(image);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_libc),
-		cmocka_unit_test(test_liblzma),
-		cmocka_unit_test(test_fixture_eh_frame),
-		cmocka_unit_test(test_fixture_debug_frame),
-		cmocka_unit_test(test_comparison_notices),
-		cmocka_unit_test(test_plt),
-		cmocka_unit_test(test_sources_agree),
-		cmocka_unit_test(test_errors),
-	};
-
-	return cmocka_run_group_tests_name("unwind", tests, NULL, NULL);
-}
+UNIT_MAIN("unwind", cmocka_unit_test(test_libc), cmocka_unit_test(test_liblzma),
+	  cmocka_unit_test(test_fixture_eh_frame), cmocka_unit_test(test_fixture_debug_frame),
+	  cmocka_unit_test(test_comparison_notices), cmocka_unit_test(test_plt),
+	  cmocka_unit_test(test_sources_agree), cmocka_unit_test(test_errors))

@@ -291,16 +291,9 @@ static void test_release_built(void **state)
 	sym_object__put(a);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_one_table_per_build_id, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_build_id_keyed_by_object, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_last_put_by_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_evicts_least_recently_used, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fini_frees_tables_in_use, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_release_built, setup, teardown),
-	};
-
-	return cmocka_run_group_tests_name("unwind_cache", tests, NULL, NULL);
-}
+UNIT_MAIN("unwind_cache", cmocka_unit_test_setup_teardown(test_one_table_per_build_id,
+	  setup, teardown), cmocka_unit_test_setup_teardown(test_no_build_id_keyed_by_object,
+	  setup, teardown), cmocka_unit_test_setup_teardown(test_last_put_by_state, setup,
+	  teardown), cmocka_unit_test_setup_teardown(test_evicts_least_recently_used, setup,
+	  teardown), cmocka_unit_test_setup_teardown(test_fini_frees_tables_in_use, setup,
+	  teardown), cmocka_unit_test_setup_teardown(test_release_built, setup, teardown))

@@ -613,22 +613,15 @@ static void test_searches_find_the_covering_entry(void **state)
 	assert_int_equal(unwind_find_row(0, IGNIS_MAX_UNWIND_ROWS + 1, 12345), -1);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tables_walk_to_the_outermost_frame),
-		cmocka_unit_test(test_plt_cfa_follows_the_pc_threshold),
-		cmocka_unit_test(test_rbp_restored_from_an_rsp_frame),
-		cmocka_unit_test(test_signal_frame_continues_at_the_interrupted_pc),
-		cmocka_unit_test(test_frame_pointer_through_code_without_a_table),
-		cmocka_unit_test(test_frame_pointer_chain_end_is_judged_later),
-		cmocka_unit_test(test_gap_without_cfi_uses_the_frame_pointer_unmarked),
-		cmocka_unit_test(test_executable_only_walk_in_generation_one),
-		cmocka_unit_test(test_failures_truncate_and_count_their_reason),
-		cmocka_unit_test(test_changed_tables_are_noticed),
-		cmocka_unit_test(test_depth_limit_cuts_the_stack),
-		cmocka_unit_test(test_searches_find_the_covering_entry),
-	};
-
-	return cmocka_run_group_tests_name("unwind_step", tests, NULL, NULL);
-}
+UNIT_MAIN("unwind_step", cmocka_unit_test(test_tables_walk_to_the_outermost_frame),
+	  cmocka_unit_test(test_plt_cfa_follows_the_pc_threshold),
+	  cmocka_unit_test(test_rbp_restored_from_an_rsp_frame),
+	  cmocka_unit_test(test_signal_frame_continues_at_the_interrupted_pc),
+	  cmocka_unit_test(test_frame_pointer_through_code_without_a_table),
+	  cmocka_unit_test(test_frame_pointer_chain_end_is_judged_later),
+	  cmocka_unit_test(test_gap_without_cfi_uses_the_frame_pointer_unmarked),
+	  cmocka_unit_test(test_executable_only_walk_in_generation_one),
+	  cmocka_unit_test(test_failures_truncate_and_count_their_reason),
+	  cmocka_unit_test(test_changed_tables_are_noticed),
+	  cmocka_unit_test(test_depth_limit_cuts_the_stack),
+	  cmocka_unit_test(test_searches_find_the_covering_entry))

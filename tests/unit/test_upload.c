@@ -528,19 +528,10 @@ static void test_http_helpers(void **state)
 	free(e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_order_per_target_and_retries),
-		cmocka_unit_test(test_rejected_target_does_not_block_others),
-		cmocka_unit_test(test_queue_bound_drops_oldest),
-		cmocka_unit_test(test_spool_spill_restart_and_damage),
-		cmocka_unit_test(test_too_old_dropped),
-		cmocka_unit_test(test_push_body),
-		cmocka_unit_test(test_ingest_url),
-		cmocka_unit_test(test_classify),
-		cmocka_unit_test(test_http_helpers),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN("upload", cmocka_unit_test(test_order_per_target_and_retries),
+	  cmocka_unit_test(test_rejected_target_does_not_block_others),
+	  cmocka_unit_test(test_queue_bound_drops_oldest),
+	  cmocka_unit_test(test_spool_spill_restart_and_damage),
+	  cmocka_unit_test(test_too_old_dropped), cmocka_unit_test(test_push_body),
+	  cmocka_unit_test(test_ingest_url), cmocka_unit_test(test_classify),
+	  cmocka_unit_test(test_http_helpers))

@@ -48,15 +48,29 @@ static const char *loc_name(const struct profile *p, uint64_t id)
 	return profile__str(p, profile__function_by_id(p, p->lines[l->first_line].function_id)->name);
 }
 
+/* One window's profile of the samples in w, built with the options wo (the caller frees it). */
+static struct profile *build(const struct window_builder_opts *wo, const struct drained_window *w,
+			     struct window_stats *ws)
+{
+	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
+	struct window_builder *wb = window_builder__new(wo);
+	struct profile *p = profile__new(&po);
+
+	assert_non_null(wb);
+	assert_non_null(p);
+	memset(ws, 0, sizeof(*ws));
+	assert_int_equal(window_builder__add(wb, w, 0, p, ws), 0);
+	window_builder__free(wb);
+	return p;
+}
+
 static void test_window_builder(void **state)
 {
 	struct fake *f = *state;
 	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
-	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
-	struct window_stats ws = { 0 };
+	struct window_stats ws;
 	struct drained_window w;
-	struct window_builder *wb;
 	struct profile *p;
 	const struct profile_sample *s;
 	const struct profile_location *l;
@@ -70,7 +84,6 @@ static void test_window_builder(void **state)
 	uint64_t kernel[2] = { 0xffffffff81003010ULL, 0xffffffff81000100ULL };
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
-	wb = window_builder__new(&wo);
 	drained_window__init(&w);
 	add_stack(&w, 11, good, 2);
 	add_stack(&w, 12, broken, 3);
@@ -82,8 +95,7 @@ static void test_window_builder(void **state)
 	add_sample(&w, PID, 13, 0, 0, "main", 1);
 	add_sample(&w, 77, 0, 14, SAMPLE_KTHREAD, "kworker/0:1", 4);
 
-	p = profile__new(&po);
-	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	p = build(&wo, &w, &ws);
 	assert_int_equal(ws.samples, 15);
 	assert_int_equal(p->total_count, 15);
 	assert_int_equal(ws.kthread_samples, 4);
@@ -146,7 +158,6 @@ static void test_window_builder(void **state)
 
 	profile__free(p);
 	drained_window__fini(&w);
-	window_builder__free(wb);
 }
 
 /*
@@ -160,10 +171,8 @@ static void test_window_table_stacks(void **state)
 	struct fake *f = *state;
 	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
-	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
-	struct window_stats ws = { 0 };
+	struct window_stats ws;
 	struct drained_window w;
-	struct window_builder *wb;
 	struct profile *p;
 	uint64_t ips[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
 	uint64_t exact[3] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr,
@@ -173,7 +182,6 @@ static void test_window_table_stacks(void **state)
 			      (LIB_BASE + f->second.addr + 4) | FRAME_BY_FP };
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
-	wb = window_builder__new(&wo);
 	drained_window__init(&w);
 	add_stack_flags(&w, 31, ips, 2, STACK_TABLES | STACK_COMPLETE);
 	add_stack_flags(&w, 32, ips, 2, STACK_TABLES | STACK_TRUNCATED);
@@ -183,8 +191,7 @@ static void test_window_table_stacks(void **state)
 	add_stack_flags(&w, 34, by_fp, 2, STACK_TABLES | STACK_COMPLETE);
 	add_sample(&w, PID + 2, 33, 0, 0, "main", 1);
 	add_sample(&w, PID + 3, 34, 0, 0, "main", 1);
-	p = profile__new(&po);
-	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	p = build(&wo, &w, &ws);
 	assert_int_equal(ws.truncated_stacks, 3);
 	assert_int_equal(p->nr_samples, 4);
 	/* Complete: fx_exported_second starts no thread, yet no [truncated]. */
@@ -208,7 +215,6 @@ static void test_window_table_stacks(void **state)
 	assert_string_equal(loc_name(p, p->samples[3].locations[1]), "fx_exported_second");
 	profile__free(p);
 	drained_window__fini(&w);
-	window_builder__free(wb);
 }
 
 /* A stand-in for the unwinder's check: the step out of fx_exported_first is not to be trusted
@@ -241,10 +247,8 @@ static void test_window_fp_steps_checked(void **state)
 			       .bad_vaddr_hi = f->first.addr + (f->first.size ? f->first.size : 1) };
 	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym,
 					  .fp_step_ok = fake_fp_step_ok, .fp_step_ctx = &fc };
-	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
-	struct window_stats ws = { 0 };
+	struct window_stats ws;
 	struct drained_window w;
-	struct window_builder *wb;
 	struct profile *p;
 	/* Leaf in fx_exported_first (its step is bad), caller fx_exported_second. */
 	uint64_t bad[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
@@ -256,7 +260,6 @@ static void test_window_fp_steps_checked(void **state)
 					LIB_BASE + f->second.addr + 4 };
 
 	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
-	wb = window_builder__new(&wo);
 	drained_window__init(&w);
 	add_stack_flags(&w, 41, bad, 2, 0);
 	add_stack_flags(&w, 42, good, 2, 0);
@@ -266,8 +269,7 @@ static void test_window_fp_steps_checked(void **state)
 	add_sample(&w, PID + 1, 42, 0, 0, "main", 1);
 	add_sample(&w, PID + 2, 43, 0, 0, "main", 1);
 	add_sample(&w, PID + 3, 44, 0, 0, "main", 1);
-	p = profile__new(&po);
-	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	p = build(&wo, &w, &ws);
 	assert_int_equal(p->nr_samples, 4);
 	assert_int_equal(ws.fp_walks_cut, 2);
 	/* Cut after the leaf: the leaf, then [truncated] where a made-up caller would be. */
@@ -284,7 +286,6 @@ static void test_window_fp_steps_checked(void **state)
 	assert_true(fc.calls >= 3);
 	profile__free(p);
 	drained_window__fini(&w);
-	window_builder__free(wb);
 }
 
 /* Samples of a process never captured keep their time under [unknown] frames. */
@@ -292,17 +293,15 @@ static void test_window_without_image(void **state)
 {
 	struct fake *f = *state;
 	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
-	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
-	struct window_stats ws = { 0 };
+	struct window_stats ws;
 	struct drained_window w;
-	struct window_builder *wb = window_builder__new(&wo);
-	struct profile *p = profile__new(&po);
+	struct profile *p;
 	uint64_t ips[2] = { LIB_BASE + f->first.addr, LIB_BASE + f->second.addr + 4 };
 
 	drained_window__init(&w);
 	add_stack(&w, 21, ips, 2);
 	add_sample(&w, PID, 21, 0, SAMPLE_USTACK_ERR, "main", 6);
-	assert_int_equal(window_builder__add(wb, &w, 0, p, &ws), 0);
+	p = build(&wo, &w, &ws);
 	assert_int_equal(ws.no_image_samples, 6);
 	assert_int_equal(p->samples[0].nr_locations, 3);
 	assert_string_equal(loc_name(p, p->samples[0].locations[0]), "[unknown]");
@@ -311,17 +310,9 @@ static void test_window_without_image(void **state)
 	assert_string_equal(profile__str(p, p->samples[0].labels[2].str), "main");
 	profile__free(p);
 	drained_window__fini(&w);
-	window_builder__free(wb);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_window_builder, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_window_table_stacks, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_window_without_image, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_window_fp_steps_checked, setup, teardown),
-	};
-
-	return cmocka_run_group_tests_name("window", tests, NULL, NULL);
-}
+UNIT_MAIN("window", cmocka_unit_test_setup_teardown(test_window_builder, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_window_table_stacks, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_window_without_image, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_window_fp_steps_checked, setup, teardown))

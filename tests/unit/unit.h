@@ -17,6 +17,15 @@
 
 #include <cmocka.h>
 
+/* main() of a test file: run the cmocka tests given (cmocka_unit_test(...), ...), in order,
+ * as the group name (the module they test). */
+#define UNIT_MAIN(name, ...)                                                                      \
+	int main(void)                                                                            \
+	{                                                                                         \
+		const struct CMUnitTest tests[] = { __VA_ARGS__ };                                \
+		return cmocka_run_group_tests_name(name, tests, NULL, NULL);                      \
+	}
+
 #ifndef FIXTURE_DIR
 #error "FIXTURE_DIR must name the folder of the built fixtures"
 #endif

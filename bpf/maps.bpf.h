@@ -28,7 +28,7 @@
 /* Read-only configuration, set by the agent between open and load (skel->rodata->cfg). */
 extern const volatile struct ignis_config cfg;
 
-/* The generation the sampler writes; flipped by the agent (agent/sampler.c). */
+/* The generation the sampler writes; flipped by the agent (agent/collect/sampler.c). */
 extern __u32 gen;
 
 /* ---- Map types: one definition each, for the declarations here and the definitions in

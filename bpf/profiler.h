@@ -10,7 +10,7 @@
  * because hash-map keys are compared byte for byte and both sides must agree on the layout.
  *
  * Map layout (defined in bpf/maps.bpf.c, all sized by the agent before load; see
- * agent/sampler.c):
+ * agent/collect/sampler.c):
  *
  *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_stack_id -> struct ignis_stack
  *   counts_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_sample_key -> __u64 sample count

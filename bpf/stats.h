@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The BPF programs' counters, as rows of the agent's one counter table (agent/stats.h,
+ * The BPF programs' counters, as rows of the agent's one counter table (agent/operate/stats.h,
  * ddprof's STATS_TABLE). Macros only, no types: bpf/profiler.h makes the BPF enum of them, the
  * agent its accounting, Prometheus series and log keys, so that the agent's modules past the
  * drain use the table without seeing a BPF layout.

@@ -191,7 +191,7 @@ size_t sym_upper_bound(const void *entries, size_t nr, size_t size, uint64_t add
 bool sym_next_section(Elf *elf, Elf_Scn **scn, GElf_Shdr *shdr, const char **name);
 
 /* Grow *arr (of *cap elements of elem_size bytes) to hold at least want; overflow-checked.
- * Keep in sync with grow_array() in agent/util.c: a copy, because the symbolizer links
+ * Keep in sync with grow_array() in agent/common/ignis.c: a copy, because the symbolizer links
  * nothing of the agent and the agent sees only symbolizer.h (STYLE.md section 1);
  * tests/unit/test_ignis.c holds the two to the same behaviour. */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);

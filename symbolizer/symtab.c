@@ -23,7 +23,7 @@ struct candidate {
 	int rank; /* lower is preferred among aliases */
 };
 
-/* Keep in sync with grow_array() in agent/util.c (see symbolizer_internal.h). */
+/* Keep in sync with grow_array() in agent/common/ignis.c (see symbolizer_internal.h). */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size)
 {
 	size_t n = *cap ? *cap : 16;

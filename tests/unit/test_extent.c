@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The extent allocator on its own (agent/extent.c): first fit, coalescing, frees deferred to
+ * The extent allocator on its own (agent/unwind/extent.c): first fit, coalescing, frees deferred to
  * the next grace period, exhaustion and fragmentation; and a long random run checked entry
  * by entry against a model of the map.
  */

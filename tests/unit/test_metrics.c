@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * /metrics (agent/metrics.c): every row of the counter table (stats.h) with its family's help
+ * /metrics (agent/operate/metrics.c): every row of the counter table (stats.h) with its family's help
  * and type, once per family; and the health check.
  */
 #include <linux/types.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The counter table (agent/stats.h): the window's debug line made of it, and the BPF rows in
+ * The counter table (agent/operate/stats.h): the window's debug line made of it, and the BPF rows in
  * the BPF enum's order.
  */
 #include <linux/types.h>

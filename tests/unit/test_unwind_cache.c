@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The unwinder's table cache (agent/unwind_cache.c) without BPF or threads: tables shared by
+ * The unwinder's table cache (agent/unwind/unwind_cache.c) without BPF or threads: tables shared by
  * build ID, objects without one keyed by themselves, references, when a table outlives its
  * last user, least-recently-used eviction, and the unload callback that stands for the BPF
  * side. Objects are the ELF fixtures, opened under identities of the test's choosing.

@@ -318,7 +318,8 @@ $(BENCH_DIR)/unwind_many/unwind_many_%: tests/bench/unwind_many.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(UNWIND_BENCH_CFLAGS) -fomit-frame-pointer -DVARIANT=$* -o $@ $<
 
-bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump
+# The upload section runs test workloads (hot2) as its load.
+bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump $(WORKLOADS)
 
 bench-run: bench-build
 	$(Q)$(PYTHON) tests/bench/bench.py $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY))

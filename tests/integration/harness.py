@@ -170,6 +170,15 @@ class Profile:
                 out.append("[" + os.path.basename(m["file"]) + "]" if m else "[unknown]")
         return out
 
+    def user_frames(self, sample):
+        """frames() without the kernel frames on top: the user stack an interrupt, a softirq
+        or a system call sat on, which is what a test of user code judges."""
+        locs = sample["locations"]
+        while locs and self.mappings.get(self.locations[locs[0]]["mapping"], {}).get(
+                "file") == "[kernel.kallsyms]":
+            locs = locs[1:]
+        return self.frames(dict(sample, locations=locs))
+
     def samples(self, **labels):
         return [s for s in self.data["samples"]
                 if all(s["labels"].get(k) == v for k, v in labels.items())]

@@ -40,10 +40,14 @@ def test_hot_functions_shares_and_order():
     pairs = merged_samples(profiles, pid=pid)
     total = sum(s["count"] for _, s in pairs)
     check(total > 600, f"only {total} samples of hot2 (expected ~1200)")
-    leaf = {}
+    # Shares by the user leaf: an interrupt or softirq on top of hot_a (the kernel's own work,
+    # such as RCU callbacks a previous test's exits left) is still CPU that hot_a's code ran
+    # under; what is judged is the workload's split of its user time.
+    leaf, raw_leaf = {}, {}
     for p, s in pairs:
-        frames = p.frames(s)
+        frames = p.user_frames(s) or ["[kernel only]"]
         leaf[frames[0]] = leaf.get(frames[0], 0) + s["count"]
+        raw_leaf[p.frames(s)[0]] = raw_leaf.get(p.frames(s)[0], 0) + s["count"]
     share_a = 100.0 * leaf.get("hot_a", 0) / total
     share_b = 100.0 * leaf.get("hot_b", 0) / total
     check(abs(share_a - 70) <= 5 and abs(share_b - 30) <= 5,
@@ -51,18 +55,19 @@ def test_hot_functions_shares_and_order():
 
     main_chain = ["hot_a", "phase_a", "worker", "run_threads", "main"]
     with_main = [s for p, s in pairs if s["labels"]["tid"] == pid and
-                 p.frames(s)[0] == "hot_a"]
+                 p.user_frames(s)[:1] == ["hot_a"]]
     check(with_main, "no main-thread sample in hot_a")
     for p, s in pairs:
-        if s["labels"]["tid"] == pid and p.frames(s)[0] == "hot_a":
-            check(p.frames(s)[:5] == main_chain, f"main thread stack {p.frames(s)}")
-        if s["labels"]["tid"] != pid and p.frames(s)[0] == "hot_b":
-            check(p.frames(s)[:3] == ["hot_b", "phase_b", "worker"],
+        frames = p.user_frames(s)
+        if s["labels"]["tid"] == pid and frames[:1] == ["hot_a"]:
+            check(frames[:5] == main_chain, f"main thread stack {p.frames(s)}")
+        if s["labels"]["tid"] != pid and frames[:1] == ["hot_b"]:
+            check(frames[:3] == ["hot_b", "phase_b", "worker"],
                   f"second thread stack {p.frames(s)}")
     # Before its execve() the process was a fork of the test's python: those few samples
     # rightly carry its old name.
     for p, s in pairs:
-        if p.frames(s)[0] in ("hot_a", "hot_b"):
+        if p.user_frames(s)[:1] in (["hot_a"], ["hot_b"]):
             check(s["labels"]["comm"] == "hot2", f"comm label {s['labels']}")
             check(s["labels"]["thread_name"] == "hot2", f"thread_name label {s['labels']}")
     before_exec = sum(s["count"] for p, s in pairs if s["labels"]["comm"] != "hot2")
@@ -78,7 +83,8 @@ def test_hot_functions_shares_and_order():
             if frames[0] == "hot_a" and labels.get("tid") == str(pid):
                 check(is_subsequence(main_chain, frames), f"go tool pprof trace {frames}")
     check(abs(go_total - total * 10) < 1, f"go tool pprof total {go_total} ms, ours {total}")
-    check(abs(100.0 * go_share.get("hot_a", 0) / go_total - share_a) < 0.01,
+    # go tool pprof's leaf is the first frame, kernel frames included: compare like with like.
+    check(abs(go_share.get("hot_a", 0) / go_total - raw_leaf.get("hot_a", 0) / total) < 1e-4,
           "go tool pprof share differs")
 
 

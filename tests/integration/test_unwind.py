@@ -345,7 +345,9 @@ def test_exec_churn_no_wrong_stacks_tables_freed_memory_flat():
             for a, b in zip(frames, frames[1:]):
                 check(a not in callers or b in (callers[a], "[truncated]"),
                       f"a wrong stack of deep: {b} called {a} in {frames}")
-            if chain_from_leaf(frames, DEEP_CHAIN):
+            # The chain is judged under any kernel frames on top (exec, page faults and exit
+            # take a share of a 0.2 s process's samples that varies from run to run).
+            if chain_from_leaf(p.user_frames(s), DEEP_CHAIN):
                 own += s["count"]
                 good += s["count"] if frames[-1] in ROOTS else 0
     # A process's first sample comes before its tables are published (it is what announces

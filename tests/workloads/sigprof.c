@@ -22,9 +22,27 @@ NOINLINE uint64_t handler_work(uint64_t seed)
 	uint64_t x = seed | 1;
 	int i;
 
-	for (i = 0; i < 2000000; i++)
+	/* About 5 ms here: some 40 % of the program's CPU, so a 3 s run has ~120 samples in the
+	 * handler to judge. */
+	for (i = 0; i < 6000000; i++)
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 	return x;
+}
+
+/*
+ * The next tick comes after 3-9 ms of CPU, drawn anew each time: a fixed interval would beat
+ * with the profiler's own 100 Hz clock (both fire on timer ticks), and the samples would see
+ * the handler at a few fixed phases only, in or out of it by luck (setitimer() is
+ * async-signal-safe).
+ */
+static void rearm(void)
+{
+	static uint64_t x = 88172645463325252ULL;
+	struct itimerval it = { { 0, 0 }, { 0, 0 } };
+
+	x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+	it.it_value.tv_usec = 3000 + (suseconds_t)(x % 6000);
+	setitimer(ITIMER_PROF, &it, NULL);
 }
 
 static void on_tick(int sig)
@@ -32,6 +50,7 @@ static void on_tick(int sig)
 	(void)sig;
 	sink ^= handler_work(sink);
 	ticks++;
+	rearm();
 }
 
 NOINLINE uint64_t main_work(uint64_t n)
@@ -47,14 +66,13 @@ NOINLINE uint64_t main_work(uint64_t n)
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
-	struct itimerval it = { .it_interval = { 0, 5000 }, .it_value = { 0, 5000 } };
 	uint64_t end = mono_ns() + (uint64_t)(arg_seconds(argc, argv, 1, 5) * 1e9), n = 0;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_tick;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGPROF, &sa, NULL);
-	setitimer(ITIMER_PROF, &it, NULL);
+	rearm();
 	while (mono_ns() < end)
 		sink += main_work(n++);
 	printf("%d ticks\n", (int)ticks);

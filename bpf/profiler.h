@@ -31,8 +31,9 @@
 #include "stats.h"
 
 #ifndef IGNIS_MAX_STACK_DEPTH
-/* Frames per stack; the kernel's default kernel.perf_event_max_stack is 127 as well. */
-#define IGNIS_MAX_STACK_DEPTH 127
+/* Frames per stack, native and Python together. A frame-pointer walk (bpf_get_stack) stops
+ * at the kernel's kernel.perf_event_max_stack, 127 by default. */
+#define IGNIS_MAX_STACK_DEPTH 256
 #endif
 
 #ifndef IGNIS_COMM_LEN
@@ -96,6 +97,23 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
 #define IGNIS_USER_IP_FP (1ULL << 62)
 #endif
 
+/*
+ * A Python frame in a table-unwound user stack, in the place of the native eval-loop frame
+ * that ran it (bpf/python.bpf.h): IGNIS_USER_IP_PY | lasti << IGNIS_PY_LASTI_SHIFT | serial.
+ * serial names the code object: the sampler announced (tgid, image, code object address,
+ * identity) under it with a PROC_EVENT_PY_CODE (struct ignis_py_code_event) the first time it
+ * met it. lasti is the instruction the frame runs, in 2-byte code units from the start of its
+ * bytecode (f_lasti / 2 on 3.8-3.9, f_lasti on 3.10, (prev_instr or instr_ptr) - co_code_adaptive
+ * on 3.11+), or IGNIS_PY_LASTI_NONE. Native addresses never have bit 61 set.
+ */
+#ifndef IGNIS_USER_IP_PY
+#define IGNIS_USER_IP_PY      (1ULL << 61)
+#define IGNIS_PY_LASTI_SHIFT  32
+#define IGNIS_PY_LASTI_MASK   0x1fffffffULL
+#define IGNIS_PY_LASTI_NONE   IGNIS_PY_LASTI_MASK
+#define IGNIS_PY_SERIAL_MASK  0xffffffffULL
+#endif
+
 /* sample_key.flags */
 #ifndef SAMPLE_F_KTHREAD
 #define SAMPLE_F_KTHREAD    (1U << 0) /* a kernel thread: no user stack, no process image */
@@ -146,6 +164,8 @@ _Static_assert(sizeof(struct ignis_proc_state) == 32, "ignis_proc_state size");
 #define PROC_EVENT_MMAP 2 /* its executable mappings changed (dlopen): capture again */
 #define PROC_EVENT_EXEC 3 /* execve() replaced the image */
 #define PROC_EVENT_EXIT 4 /* the last thread exited */
+#define PROC_EVENT_PY_CODE 5 /* a Python code object met for the first time: struct
+			     * ignis_py_code_event, not ignis_proc_event */
 #endif
 
 /* Ring-buffer record for process tracking (DESIGN.md requirement 4). */
@@ -160,6 +180,111 @@ struct ignis_proc_event {
 	char comm[IGNIS_COMM_LEN]; /* the group leader's comm */
 };
 _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
+
+/*
+ * A code object the Python walker met for the first time (in this process image, at this
+ * address, with this identity): the agent reads its names and line table from the process's
+ * memory at once, while the process lives, and keeps them under the serial the stack frames
+ * carry. identity is ignis_py_identity() (bpf/pyident.bpf.h) of the code object's name and
+ * first line, as the walker read them: the agent checks it when it reads the code object, so
+ * a code object freed and its address reused is never named after the new one.
+ */
+struct ignis_py_code_event {
+	__u32 type; /* PROC_EVENT_PY_CODE */
+	__u32 tgid;
+	__u64 start_time; /* as sample_key.start_time */
+	__u32 exec_id;	  /* as sample_key.exec_id */
+	__u32 serial;	  /* as in the frames: never 0 */
+	__u64 code;	  /* address of the PyCodeObject in the process */
+	__u32 identity;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ignis_py_code_event) == 40, "ignis_py_code_event size");
+
+/*
+ * The Python walker (CPython 3.8-3.13, bpf/python.bpf.h), entered from the table unwinder
+ * when a native frame's pc lies in the eval loop of a process the agent attached:
+ *
+ *   py_procs   HASH      tgid -> struct ignis_py_proc   the process's interpreter: where
+ *                        the eval loop is, how to find a thread's state, the struct layout
+ *   py_codes   LRU_HASH  struct ignis_py_code_key -> __u32 serial   code objects announced
+ *
+ * A thread's own PyThreadState is its value of the interpreter's gilstate TSS key, read as
+ * glibc's pthread_getspecific() does: for key < 32, the data of specific_1stblock[key] in the
+ * thread's struct pthread, which starts at the thread's fs base. tss_data_off is where the
+ * data of key 0 is from the fs base (key k's is 16 k bytes further), found by the agent in
+ * the process's own memory at attach (agent/python/).
+ */
+#ifndef IGNIS_PY_NONE
+#define IGNIS_PY_NONE 0xffff /* a layout field the version does not have */
+
+/* layout.lasti_kind: what frame_lasti holds */
+#define PY_LASTI_INT_BYTES 0 /* an int, in bytes (f_lasti, 3.8-3.9; -1 before the first) */
+#define PY_LASTI_INT_UNITS 1 /* an int, in code units (f_lasti, 3.10) */
+#define PY_LASTI_PTR	   2 /* a pointer into the code object's bytecode (3.11+) */
+
+/* layout.entry_kind: which Python frames one native eval-loop frame runs */
+#define PY_ENTRY_EVAL  0 /* one (3.8-3.10: every Python call is a C call of the eval loop) */
+#define PY_ENTRY_FLAG  1 /* up to and including the frame whose byte at frame_entry is
+			  * nonzero (3.11: is_entry) */
+#define PY_ENTRY_OWNER 2 /* up to a frame whose byte at frame_entry is owner_cstack, which is
+			  * no Python frame but the eval call's own marker (3.12+:
+			  * FRAME_OWNED_BY_CSTACK) */
+#define IGNIS_PY_EVAL_RANGES 2 /* the eval loop and its .cold part */
+#define IGNIS_PY_FRAME_READ  128 /* bytes of a frame the walker reads: every field below it */
+#define IGNIS_PY_CODE_READ   256 /* bytes of a code object the walker reads */
+#define IGNIS_PY_NAME_BYTES  32	 /* bytes of a name the identity covers at most */
+#endif
+
+/* Byte offsets into CPython's structs, per version (agent/python/pylayout.c; 3.13's read
+ * from the process's _Py_DebugOffsets). Frame fields are below IGNIS_PY_FRAME_READ - 8, code
+ * object fields below IGNIS_PY_CODE_READ - 8; the agent refuses a layout that is not. */
+struct ignis_py_layout {
+	__u16 tstate_frame;   /* PyThreadState: frame (3.8-3.10), cframe (3.11-3.12),
+			       * current_frame (3.13) */
+	__u16 cframe_frame;   /* _PyCFrame: current_frame (3.11-3.12); IGNIS_PY_NONE when
+			       * tstate_frame is the frame itself */
+	__u16 frame_previous; /* PyFrameObject.f_back (3.8-3.10), _PyInterpreterFrame.previous */
+	__u16 frame_code;     /* f_code; f_executable (3.13) */
+	__u16 frame_lasti;    /* f_lasti; prev_instr (3.11-3.12); instr_ptr (3.13) */
+	__u16 frame_entry;    /* is_entry (3.11), owner (3.12+): a byte; IGNIS_PY_NONE */
+	__u16 code_name;      /* PyCodeObject: co_qualname (3.11+), co_name before */
+	__u16 code_firstlineno;
+	__u16 code_code;      /* co_code_adaptive (3.11+): the bytecode; IGNIS_PY_NONE before */
+	__u16 unicode_length; /* PyASCIIObject.length */
+	__u16 unicode_data;   /* sizeof(PyASCIIObject): a compact ASCII string's bytes */
+	__u8 lasti_kind;      /* PY_LASTI_* */
+	__u8 entry_kind;      /* PY_ENTRY_* */
+	__u8 owner_cstack;    /* PY_ENTRY_OWNER's marker value */
+	__u8 pad[3];
+	__u64 code_type;      /* runtime address of PyCode_Type: every frame's code's ob_type */
+};
+_Static_assert(sizeof(struct ignis_py_layout) == 40, "ignis_py_layout size");
+
+/* A process image the agent attached as CPython. */
+struct ignis_py_proc {
+	__u64 start_time; /* as sample_key.start_time */
+	__u32 exec_id;	  /* as sample_key.exec_id */
+	__u32 tgid;	  /* its own key: a reused element is noticed */
+	__u64 eval_start[IGNIS_PY_EVAL_RANGES]; /* runtime [start, end) of the eval loop's */
+	__u64 eval_end[IGNIS_PY_EVAL_RANGES];	/* parts; an unused range is 0, 0 */
+	__s32 tss_data_off; /* fs base + tss_data_off + 16 * tss_key: the thread's state */
+	__u32 tss_key;	    /* < 32 */
+	__u32 version;	    /* PY_VERSION_HEX of the interpreter, e.g. 0x030b07f0 */
+	__u32 pad;
+	struct ignis_py_layout layout;
+};
+_Static_assert(sizeof(struct ignis_py_proc) == 112, "ignis_py_proc size");
+
+struct ignis_py_code_key {
+	__u32 tgid;
+	__u32 exec_id;
+	__u64 start_time;
+	__u64 code;
+	__u32 identity;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ignis_py_code_key) == 32, "ignis_py_code_key size");
 
 /*
  * The table unwinder (x86_64): user stacks of code without frame pointers, unwound from
@@ -296,7 +421,7 @@ struct ignis_config {
 	__u64 mmap_event_gap_ns; /* min time between two PROC_EVENT_MMAP of one tgid, ns (a
 				  * quarter of the process's age if shorter) */
 	__u32 unwind_tables; /* 1: unwind user stacks with the tables where a process has them */
-	__u32 pad;
+	__u32 python;	     /* 1: walk Python frames of the processes in py_procs */
 };
 _Static_assert(sizeof(struct ignis_config) == 32, "ignis_config size");
 

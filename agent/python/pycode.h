@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Python code objects, read from the process's memory when the BPF walker first meets them
+ * (a PROC_EVENT_PY_CODE), and kept under the serial its frames carry: so a process that exits
+ * before the window is drained keeps its names. A code object whose identity (bpf/pyident.bpf.h)
+ * no longer matches when it is read was freed and its address reused: it gets no name.
+ */
+#ifndef IGNIS_PYCODE_H
+#define IGNIS_PYCODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/ignis.h"
+#include "pylayout.h"
+
+struct pycode_cache;
+
+/* Counters since pycode_cache__new(). */
+struct pycode_stats {
+	uint64_t read;	    /* code objects read */
+	uint64_t shared;    /* serials that named a code object read before (same process,
+			     * address and identity) */
+	uint64_t stale;	    /* identity mismatch: freed and reused before it was read */
+	uint64_t faults;    /* reads that failed (process gone, bad pointer, not a code object) */
+	uint64_t malformed; /* strings or line tables that did not check out */
+	uint64_t held;	    /* code objects held now */
+	uint64_t bytes;	    /* their memory, bytes */
+};
+
+/* What a Python frame shows. Strings are borrowed until the cache forgets its process. */
+struct pycode_frame {
+	const char *name;     /* co_qualname (3.11+) or co_name, UTF-8 */
+	const char *filename; /* co_filename, UTF-8 */
+	int32_t firstlineno;
+	int32_t line; /* of the frame's instruction, 0 when unknown */
+};
+
+/* max_bytes: a budget for all processes' code objects; past it new ones are not read (counted). */
+struct pycode_cache *pycode_cache__new(uint64_t max_bytes);
+void pycode_cache__free(struct pycode_cache *c);
+
+/*
+ * Read the code object at address code of process pid (a process image known by its
+ * (tgid, start_time, exec_id)) as the walker met it (identity), and remember it under
+ * serial. Returns 0 (read, or shared with an earlier serial), -ESTALE (identity mismatch),
+ * -EFAULT/-ESRCH (unreadable), -EINVAL (malformed), -ENOSPC (over the budget), -ENOMEM.
+ */
+int pycode_cache__add(struct pycode_cache *c, pid_t pid, uint32_t tgid, uint64_t start_time,
+		      uint32_t exec_id, const struct py_layout *layout, uint32_t version_hex,
+		      uint32_t serial, uint64_t code, uint32_t identity);
+
+/*
+ * The frame for serial at instruction lasti (code units; IGNIS_PY_LASTI_NONE: unknown) of
+ * the image (tgid, start_time, exec_id). False when the serial is unknown or its code object
+ * could not be read.
+ */
+bool pycode_cache__frame(struct pycode_cache *c, uint32_t tgid, uint64_t start_time,
+			 uint32_t exec_id, uint32_t serial, uint32_t lasti,
+			 struct pycode_frame *out);
+
+/* Forget an image's code objects (after the window in which it exited was drained). */
+void pycode_cache__forget(struct pycode_cache *c, uint32_t tgid, uint64_t start_time,
+			  uint32_t exec_id);
+
+void pycode_cache__stats(const struct pycode_cache *c, struct pycode_stats *stats);
+
+#endif /* IGNIS_PYCODE_H */

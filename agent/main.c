@@ -228,6 +228,9 @@ static int start_sampler(struct agent *a)
 		.unwind = cfg->unwind,
 		.unwind_rows = (uint32_t)(cfg->unwind_table_bytes / SAMPLER_UNWIND_ROW_BYTES),
 		.unwind_maps = SAMPLER_UNWIND_MAPPINGS,
+		.python = true,
+		.py_procs = SAMPLER_PY_PROCESSES,
+		.py_codes = SAMPLER_PY_CODES,
 		.unwind_procs = SAMPLER_UNWIND_PROCESSES,
 		.unwind_exes = SAMPLER_UNWIND_EXECUTABLES,
 	};

@@ -35,6 +35,11 @@
 
 #include "pyident.bpf.h"
 
+#ifndef barrier_var
+/* As bpf_helpers.h: keeps the compiler from dropping an operation on var it deems a no-op. */
+#define barrier_var(var) asm volatile("" : "+r"(var))
+#endif
+
 /* Where the Python walk is, kept across the table unwinder's tail calls. */
 struct uw_python {
 	__u32 on;      /* the process is attached: the fields below are its */

@@ -98,17 +98,16 @@ void python__free(struct python *py)
 	free(py);
 }
 
-/* The walker's view of an attached interpreter. */
-static void to_bpf(const struct py_image *pi, struct ignis_py_proc *out)
+void python_bpf_proc(const struct proc_id *id, const struct py_interp *in,
+		     struct ignis_py_proc *out)
 {
-	const struct py_interp *in = &pi->interp;
 	const struct py_layout *l = &in->layout;
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
-	out->tgid = pi->id.tgid;
-	out->start_time = pi->id.start_time;
-	out->exec_id = pi->id.exec_id;
+	out->tgid = id->tgid;
+	out->start_time = id->start_time;
+	out->exec_id = id->exec_id;
 	for (i = 0; i < IGNIS_PY_EVAL_RANGES; i++) {
 		out->eval_start[i] = in->eval_start[i];
 		out->eval_end[i] = in->eval_end[i];
@@ -193,7 +192,7 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 				detail ? ": " : "", detail ? detail : "");
 		return;
 	}
-	to_bpf(pi, &v);
+	python_bpf_proc(&pi->id, &pi->interp, &v);
 	if (bpf_map_update_elem(py->opts.procs_fd, &pi->id.tgid, &v, BPF_ANY)) {
 		py->stats.publish_errors++;
 		pr_debug("pid %u: cannot publish its Python interpreter: %s", img->id.tgid,
@@ -332,6 +331,19 @@ void python__release(struct python *py, uint64_t drained)
 	struct py_image *gone[64];
 	size_t n, i;
 
+	/* Images the process table let go of without our seeing an exit (the event was lost:
+	 * its rescan found them gone) go now. */
+	hashmap__for_each(&py->images, e) {
+		struct py_image *pi = e->value;
+
+		if (pi->state != PY_GONE && !proctab__find(py->opts.proctab, &pi->id)) {
+			unpublish(py, pi);
+			if (pi->state == PY_PENDING)
+				count_final(py, pi);
+			pi->state = PY_GONE;
+			pi->gone_window = drained;
+		}
+	}
 	do {
 		n = 0;
 		hashmap__for_each(&py->images, e) {

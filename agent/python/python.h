@@ -73,4 +73,10 @@ bool python__frame(struct python *py, const struct proc_image *img, uint64_t ser
 
 void python__stats(const struct python *py, struct python_stats *stats);
 
+struct ignis_py_proc;
+struct proc_id;
+/* The walker's py_procs entry (bpf/profiler.h) for an interpreter attached as image id. */
+void python_bpf_proc(const struct proc_id *id, const struct py_interp *in,
+		     struct ignis_py_proc *out);
+
 #endif /* IGNIS_PYTHON_H */

@@ -15,7 +15,7 @@
 #include "operate/stats.h"
 
 /* Frames per stack at most, as BPF walks them. */
-#define STACK_MAX_DEPTH 127
+#define STACK_MAX_DEPTH 256
 /* Bytes of a thread or process name, with its NUL (the kernel's TASK_COMM_LEN). */
 #define COMM_LEN 16
 

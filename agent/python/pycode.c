@@ -270,24 +270,32 @@ static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *o
 
 /*
  * Whether the name object at addr and firstlineno hash to identity, read exactly as the BPF
- * walker reads them (bpf/pyident.bpf.h): the PyASCIIObject length and the first
- * min(length, IGNIS_PY_NAME_BYTES) bytes at unicode_ascii_data, whatever kind the string is.
+ * walker reads them (bpf/pyident.bpf.h): the PyASCIIObject length and, for a compact ASCII
+ * string, the first min(length, IGNIS_PY_NAME_BYTES) bytes at unicode_ascii_data (in other
+ * strings those bytes are fields CPython fills in lazily).
  */
 static int check_identity(pid_t pid, const struct py_layout *l, uint64_t addr,
 			  int32_t firstlineno, uint32_t identity)
 {
 	uint8_t name[IGNIS_PY_NAME_BYTES];
 	uint64_t len;
+	uint32_t state;
+	bool ascii;
 	int err;
 
 	err = pymem_read_u64(pid, addr + l->unicode_length, &len);
+	if (!err)
+		err = pymem_read(pid, addr + l->unicode_state, &state, sizeof(state));
 	if (err)
 		return err;
-	err = pymem_read(pid, addr + l->unicode_ascii_data, name,
-			 len < sizeof(name) ? (size_t)len : sizeof(name));
-	if (err)
-		return err;
-	return ignis_py_identity(name, len, firstlineno) == identity ? 0 : -ESTALE;
+	ascii = PY_UNICODE_ASCII(state) && PY_UNICODE_COMPACT(state);
+	if (ascii) {
+		err = pymem_read(pid, addr + l->unicode_ascii_data, name,
+				 len < sizeof(name) ? (size_t)len : sizeof(name));
+		if (err)
+			return err;
+	}
+	return ignis_py_identity(name, len, ascii, firstlineno) == identity ? 0 : -ESTALE;
 }
 
 static bool layout_ok(const struct py_layout *l)

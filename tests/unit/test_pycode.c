@@ -152,13 +152,17 @@ static uint32_t walker_identity(const struct child *ch, const struct py_layout *
 	uint64_t name, len;
 	uint8_t bytes[IGNIS_PY_NAME_BYTES];
 	uint16_t off = l->code_qualname != NONE ? l->code_qualname : l->code_name;
+	uint32_t state;
+	bool ascii;
 
 	assert_int_equal(pymem_read_u64(ch->pid, cc->addr + off, &name), 0);
 	assert_int_equal(pymem_read_u64(ch->pid, name + l->unicode_length, &len), 0);
+	assert_int_equal(pymem_read(ch->pid, name + l->unicode_state, &state, sizeof(state)), 0);
+	ascii = PY_UNICODE_ASCII(state) && PY_UNICODE_COMPACT(state);
 	assert_int_equal(pymem_read(ch->pid, name + l->unicode_ascii_data, bytes,
 				    len < sizeof(bytes) ? len : sizeof(bytes)),
 			 0);
-	return ignis_py_identity(bytes, len, cc->firstlineno);
+	return ignis_py_identity(bytes, len, ascii, cc->firstlineno);
 }
 
 #define IMG PID_T_IMG(ch)
@@ -185,7 +189,7 @@ static void check_interpreter(const char *version, const char *python)
 		/* An ASCII name hashes its own characters: the same from the expected text. */
 		if (i < 3)
 			assert_int_equal(id, ignis_py_identity((const __u8 *)cc->name,
-							       strlen(cc->name), cc->firstlineno));
+							       strlen(cc->name), 1, cc->firstlineno));
 		assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type,
 						   i + 1, cc->addr, id),
 				 0);

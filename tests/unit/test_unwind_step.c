@@ -85,6 +85,29 @@ static inline void stat_inc(__u32 g, enum ignis_stat stat)
 	w.stats[g * STAT_NR + stat]++;
 }
 
+/* The Python walker's world: a thread's fs base, serials in the order met. */
+#define FSBASE (S + 0x1800)
+static struct ignis_py_code_key py_codes_met[8];
+static unsigned int nr_py_codes;
+
+static inline __u64 py_fsbase(void)
+{
+	return FSBASE;
+}
+
+static inline __u64 py_code_serial(const struct ignis_py_code_key *key)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_py_codes; i++)
+		if (!memcmp(&py_codes_met[i], key, sizeof(*key)))
+			return i + 1;
+	if (nr_py_codes == sizeof(py_codes_met) / sizeof(py_codes_met[0]))
+		return 0;
+	py_codes_met[nr_py_codes++] = *key;
+	return nr_py_codes;
+}
+
 static void poke(__u64 addr, __u64 value)
 {
 	assert_true(addr >= MEM_BASE && addr + 8 <= MEM_BASE + MEM_SIZE);
@@ -542,7 +565,7 @@ static void test_changed_tables_are_noticed(void **state)
 	}
 }
 
-/* A deep recursion: IGNIS_MAX_STACK_DEPTH frames over 8 program runs, then cut, counted. */
+/* A deep recursion: IGNIS_MAX_STACK_DEPTH frames over 16 program runs, then cut, counted. */
 static void test_depth_limit_cuts_the_stack(void **state)
 {
 	__u64 sp = S + 0x100;
@@ -551,7 +574,7 @@ static void test_depth_limit_cuts_the_stack(void **state)
 
 	(void)state;
 	world_init();
-	for (i = 0; i < 200; i++)
+	for (i = 0; i < IGNIS_MAX_STACK_DEPTH + 8; i++)
 		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
 	walk(&wk, EXE + R_NOFP_BODY + 0x20, sp, 0);
 	assert_int_equal(wk.st.len, IGNIS_MAX_STACK_DEPTH);
@@ -562,13 +585,183 @@ static void test_depth_limit_cuts_the_stack(void **state)
 	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
 	check_stats(0, STAT_UNWIND_DEPTH, 1);
 
-	/* One run: the leaf and UNWIND_FRAMES_PER_RUN callers, then a tail call. */
+	/* One run: the leaf and UNWIND_FRAMES_PER_RUN - 1 callers, then a tail call. */
 	world_init();
-	for (i = 0; i < 200; i++)
+	for (i = 0; i < IGNIS_MAX_STACK_DEPTH + 8; i++)
 		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
 	walk_begin(&wk, 0, EXE + R_NOFP_BODY + 0x20, sp, 0);
 	assert_int_equal(unwind_frames(&wk.uw, &wk.st), STEP_CONTINUE);
-	assert_int_equal(wk.st.len, 1 + UNWIND_FRAMES_PER_RUN);
+	assert_int_equal(wk.st.len, UNWIND_FRAMES_PER_RUN);
+}
+
+/* ---- Python frames in the place of eval-loop frames (bpf/python.bpf.h) --------------------- */
+
+#define CODE_TYPE 0x7f5500001000ULL
+#define PY_CODE(i)  (S + 0x1100 + 0x100 * (i)) /* code objects: 256 bytes read */
+#define PY_FRAME(i) (S + 0x1400 + 0x80 * (i))  /* frames: 128 bytes read */
+#define PY_NAME(i)  (S + 0x1600 + 0x80 * (i))  /* their names */
+#define PY_TSTATE   (S + 0x1780)
+
+/* A layout of its own (3.11's kinds): frame { previous, code, instr, is_entry }, code
+ * { ..., ob_type at 8, name 16, firstlineno 24, bytecode at 64 }, str { length 16, state 32,
+ * characters 40 }; the thread state's frame at 8; the TSS slot at fs base + 0x10 + 16 key. */
+static void python_on(struct uw_python *py, __u8 entry_kind)
+{
+	memset(py, 0, sizeof(*py));
+	py->on = 1;
+	py->eval_start[0] = EXE + 0x100; /* the frame-pointer function: EXE + 0x150 */
+	py->eval_end[0] = EXE + 0x180;
+	py->tss_data_off = 0x10;
+	py->tss_key = 1;
+	py->l = (struct ignis_py_layout){ .tstate_frame = 8, .cframe_frame = IGNIS_PY_NONE,
+					  .frame_previous = 0, .frame_code = 8,
+					  .frame_lasti = 16, .frame_entry = 24,
+					  .code_name = 16, .code_firstlineno = 24,
+					  .code_code = 64, .unicode_length = 16,
+					  .unicode_data = 40, .unicode_state = 32,
+					  .lasti_kind = PY_LASTI_PTR, .entry_kind = entry_kind,
+					  .code_type = CODE_TYPE };
+}
+
+/* Python frame i runs code i (named name, first line 10 i) at instruction 3 i + 1. */
+static void py_frame(int i, const char *name, __u64 previous, bool entry)
+{
+	size_t len = strlen(name);
+
+	poke(PY_FRAME(i), previous);
+	poke(PY_FRAME(i) + 8, PY_CODE(i));
+	poke(PY_FRAME(i) + 16, PY_CODE(i) + 64 + 2 * (3 * i + 1));
+	poke(PY_FRAME(i) + 24, entry);
+	poke(PY_CODE(i) + 8, CODE_TYPE);
+	poke(PY_CODE(i) + 16, PY_NAME(i));
+	poke(PY_CODE(i) + 24, 10 * i);
+	poke(PY_NAME(i) + 16, len);
+	poke(PY_NAME(i) + 32, 3 << 5); /* compact, ascii */
+	memcpy(w.mem + (PY_NAME(i) + 40 - MEM_BASE), name, len);
+}
+
+static __u64 py_word(int i, __u64 serial)
+{
+	return IGNIS_USER_IP_PY | (__u64)(3 * i + 1) << IGNIS_PY_LASTI_SHIFT | serial;
+}
+
+/* The stack of the first test: a library leaf called by EXE + 0x150, here the eval loop. */
+static void python_stack(void)
+{
+	world_init();
+	nr_py_codes = 0;
+	poke(S + 0x108, EXE + 0x150);
+	poke(S + 0x180, S + 0x1c0);
+	poke(S + 0x188, EXE + R_NOFP_BODY);
+	poke(S + 0x198, EXE + R_NO_CFI + 0x10);
+	poke(S + 0x1c0, 0);
+	poke(S + 0x1c8, EXE + R_OUTERMOST + 0xa);
+	poke(FSBASE + 0x10 + 16, PY_TSTATE);
+	poke(PY_TSTATE + 8, PY_FRAME(0));
+}
+
+/*
+ * C called from Python called from C: the eval-loop frame's place takes the Python frames it
+ * runs, leaf first, between the C code they called and the C code that called them: one
+ * (3.8-3.10), up to the entry frame (3.11), up to the eval call's marker (3.12+). Each
+ * carries its code's serial and instruction; the identities hash the names as the agent will.
+ */
+static void test_python_frames_replace_the_eval_frame(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	python_stack();
+	py_frame(0, "inner", PY_FRAME(1), false);
+	py_frame(1, "Outer.method", PY_FRAME(2), true);
+	py_frame(2, "<module>", 0, true);
+
+	/* 3.11: inner and Outer.method (the entry frame) run in this eval call; <module> is
+	 * left for an eval frame further out, which this stack does not have. */
+	walk_begin(&wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_FLAG);
+	walk_run(&wk);
+	CHECK_IPS(&wk, LIB + 0x100, py_word(0, 1), py_word(1, 2), EXE + R_NOFP_BODY,
+		  EXE + R_OUTERMOST + 0xa);
+	assert_int_equal(wk.end, STEP_COMPLETE);
+	assert_int_equal(wk.uw.py.frame, PY_FRAME(2));
+	assert_int_equal(nr_py_codes, 2);
+	assert_int_equal(py_codes_met[0].code, PY_CODE(0));
+	assert_int_equal(py_codes_met[0].tgid, TGID);
+	assert_int_equal(py_codes_met[0].identity,
+			 ignis_py_identity((const __u8 *)"inner", 5, 1, 0));
+	assert_int_equal(py_codes_met[1].identity,
+			 ignis_py_identity((const __u8 *)"Outer.method", 12, 1, 10));
+	check_stats(0, STAT_PY_FRAMES, 2);
+
+	/* 3.8-3.10: one Python frame per eval call. */
+	python_stack();
+	py_frame(0, "inner", PY_FRAME(1), false);
+	py_frame(1, "Outer.method", PY_FRAME(2), false);
+	walk_begin(&wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_EVAL);
+	walk_run(&wk);
+	CHECK_IPS(&wk, LIB + 0x100, py_word(0, 1), EXE + R_NOFP_BODY, EXE + R_OUTERMOST + 0xa);
+	assert_int_equal(wk.uw.py.frame, PY_FRAME(1));
+
+	/* 3.12+: up to the marker frame (owner 3 at frame_entry), which is no Python frame. */
+	python_stack();
+	py_frame(0, "inner", PY_FRAME(1), false);
+	py_frame(1, "Outer.method", PY_FRAME(2), false);
+	poke(PY_FRAME(2), 0);
+	poke(PY_FRAME(2) + 24, 3);
+	walk_begin(&wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_OWNER);
+	wk.uw.py.l.owner_cstack = 3;
+	walk_run(&wk);
+	CHECK_IPS(&wk, LIB + 0x100, py_word(0, 1), py_word(1, 2), EXE + R_NOFP_BODY,
+		  EXE + R_OUTERMOST + 0xa);
+	assert_int_equal(wk.uw.py.frame, 0);
+
+	/* The sampled pc itself in the eval loop: the Python frames are the leaf. */
+	python_stack();
+	py_frame(0, "inner", 0, true);
+	poke(S + 0x180, 0);
+	poke(S + 0x188, EXE + R_OUTERMOST + 0xa);
+	walk_begin(&wk, 0, EXE + 0x150, S + 0x170, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_FLAG);
+	walk_run(&wk);
+	CHECK_IPS(&wk, py_word(0, 1), EXE + R_OUTERMOST + 0xa);
+}
+
+/* Memory that is no code object: the eval frame stays as it is, counted, native from there. */
+static void test_python_walk_stops_at_a_bad_code_object(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	python_stack();
+	py_frame(0, "inner", PY_FRAME(1), true);
+	poke(PY_CODE(0) + 8, CODE_TYPE + 16);
+	walk_begin(&wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_FLAG);
+	walk_run(&wk);
+	CHECK_IPS(&wk, LIB + 0x100, EXE + 0x150, EXE + R_NOFP_BODY, EXE + R_OUTERMOST + 0xa);
+	assert_int_equal(wk.uw.py.on, 0);
+	check_stats(0, STAT_PY_BAD_CODE, 1);
+
+	/* A thread whose TSS slot is empty: no Python frames, the eval frame stays. */
+	python_stack();
+	poke(FSBASE + 0x10 + 16, 0);
+	walk_begin(&wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_FLAG);
+	walk_run(&wk);
+	CHECK_IPS(&wk, LIB + 0x100, EXE + 0x150, EXE + R_NOFP_BODY, EXE + R_OUTERMOST + 0xa);
+	check_stats(0, STAT_PY_NO_THREAD_STATE, 1);
+
+	/* A frame chain into unmapped memory: a read fault, counted, native frames go on. */
+	python_stack();
+	poke(PY_TSTATE + 8, MEM_BASE + 2 * MEM_SIZE);
+	walk_begin(&wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_FLAG);
+	walk_run(&wk);
+	CHECK_IPS(&wk, LIB + 0x100, EXE + 0x150, EXE + R_NOFP_BODY, EXE + R_OUTERMOST + 0xa);
+	check_stats(0, STAT_PY_READ_FAULT, 1);
 }
 
 /* The binary searches at their edges. */
@@ -624,4 +817,6 @@ UNIT_MAIN("unwind_step", cmocka_unit_test(test_tables_walk_to_the_outermost_fram
 	  cmocka_unit_test(test_failures_truncate_and_count_their_reason),
 	  cmocka_unit_test(test_changed_tables_are_noticed),
 	  cmocka_unit_test(test_depth_limit_cuts_the_stack),
+	  cmocka_unit_test(test_python_frames_replace_the_eval_frame),
+	  cmocka_unit_test(test_python_walk_stops_at_a_bad_code_object),
 	  cmocka_unit_test(test_searches_find_the_covering_entry))

@@ -274,7 +274,7 @@ struct ignis_py_proc {
 	__u32 pad;
 	struct ignis_py_layout layout;
 };
-_Static_assert(sizeof(struct ignis_py_proc) == 112, "ignis_py_proc size");
+_Static_assert(sizeof(struct ignis_py_proc) == 104, "ignis_py_proc size");
 
 struct ignis_py_code_key {
 	__u32 tgid;

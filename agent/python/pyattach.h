@@ -22,6 +22,7 @@
 #include "pylayout.h"
 
 struct proc_image;
+struct symbolizer;
 
 /* Why a process is not attached: one counter each (ignis_python_processes_total{result}). */
 enum py_attach_result {
@@ -54,11 +55,16 @@ struct py_interp {
 };
 
 /*
- * Attach to the process image img (its captured mappings), reading its memory as pid (the
- * host's pid of it). Returns PY_ATTACH_OK with *out filled, or why not; *detail (may be
- * NULL) gets a static text saying more for the log.
+ * Attach to the process image img (its captured mappings, borrowed), reading its memory as
+ * pid (the host's pid of it), with the symbols of img's objects read through s. layout:
+ * NULL to use the version's own (the table, or 3.13's _Py_DebugOffsets); else this one,
+ * checked against the memory the same way (tests; a layout from elsewhere). Returns
+ * PY_ATTACH_OK with *out filled (out->object borrowed from img), or why not; *detail (may
+ * be NULL) gets a static text saying more for the log. Reads at most a few hundred KiB;
+ * nothing read is trusted: every loop and read is bounded.
  */
-enum py_attach_result py_attach(pid_t pid, const struct proc_image *img, struct py_interp *out,
+enum py_attach_result py_attach(pid_t pid, const struct proc_image *img, struct symbolizer *s,
+				const struct py_layout *layout, struct py_interp *out,
 				const char **detail);
 
 #endif /* IGNIS_PYATTACH_H */

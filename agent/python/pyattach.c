@@ -546,8 +546,14 @@ static enum py_attach_result check_frames(struct attach *a, uint64_t main_tstate
 }
 
 enum py_attach_result py_attach(pid_t pid, const struct proc_image *img, struct symbolizer *s,
-				const struct py_layout *layout, struct py_interp *out,
-				const char **detail)
+				struct py_interp *out, const char **detail)
+{
+	return py_attach_layout(pid, img, s, NULL, out, detail);
+}
+
+enum py_attach_result py_attach_layout(pid_t pid, const struct proc_image *img,
+				       struct symbolizer *s, const struct py_layout *layout,
+				       struct py_interp *out, const char **detail)
 {
 	struct attach a = { .pid = pid, .s = s, .out = out };
 	struct tstate ts[MAX_TSS_THREADS];

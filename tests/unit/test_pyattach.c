@@ -228,7 +228,7 @@ static void attach_one(const char *python, const char *label)
 		start_child(python, threaded, &c);
 		assert_int_equal(c.nr_ids, threaded ? 2 : 1);
 		capture(c.pid, s, &img);
-		r = py_attach(c.pid, &img, s, NULL, &py, &detail);
+		r = py_attach(c.pid, &img, s, &py, &detail);
 		if (r != PY_ATTACH_OK)
 			fail_msg("%s%s: %s (%s)", label, threaded ? " (threads)" : "",
 				 py_attach_result_name(r), detail);
@@ -247,7 +247,7 @@ static void attach_one(const char *python, const char *label)
 		/* A layout with the code object in the wrong place does not check out. */
 		bad = py.layout;
 		bad.frame_code += 8;
-		r = py_attach(c.pid, &img, s, &bad, &again, &detail);
+		r = py_attach_layout(c.pid, &img, s, &bad, &again, &detail);
 		if (r != PY_ATTACH_LAYOUT_MISMATCH)
 			fail_msg("%s: a wrong frame_code gave %s", label, py_attach_result_name(r));
 		/* Nor one whose names are elsewhere. */
@@ -255,13 +255,13 @@ static void attach_one(const char *python, const char *label)
 		bad.code_name += 8;
 		if (bad.code_qualname != PY_FIELD_NONE)
 			bad.code_qualname += 8;
-		r = py_attach(c.pid, &img, s, &bad, &again, &detail);
+		r = py_attach_layout(c.pid, &img, s, &bad, &again, &detail);
 		if (r != PY_ATTACH_LAYOUT_MISMATCH)
 			fail_msg("%s: a wrong code_name gave %s", label, py_attach_result_name(r));
 		/* Nor a wrong TSS key's place. */
 		bad = py.layout;
 		bad.runtime_tss_key += 8;
-		r = py_attach(c.pid, &img, s, &bad, &again, &detail);
+		r = py_attach_layout(c.pid, &img, s, &bad, &again, &detail);
 		assert_int_not_equal(r, PY_ATTACH_OK);
 
 		release(&img);
@@ -339,7 +339,7 @@ static void test_not_python(void **state)
 	}
 	usleep(20000);
 	capture(pid, s, &img);
-	assert_int_equal(py_attach(pid, &img, s, NULL, &py, &detail), PY_ATTACH_NOT_PYTHON);
+	assert_int_equal(py_attach(pid, &img, s, &py, &detail), PY_ATTACH_NOT_PYTHON);
 	release(&img);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
@@ -368,7 +368,7 @@ static void test_not_ready(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP);
 	capture(pid, s, &img);
-	assert_int_equal(py_attach(pid, &img, s, NULL, &py, &detail), PY_ATTACH_NOT_READY);
+	assert_int_equal(py_attach(pid, &img, s, &py, &detail), PY_ATTACH_NOT_READY);
 	release(&img);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);

@@ -73,10 +73,11 @@ static enum py_attach_result fail(struct attach *a, enum py_attach_result r, con
 	return r;
 }
 
-/* The process is gone or denies us: READ_FAULT; a bad address the process gave: -EFAULT. */
+/* The process is gone or denies us (READ_FAULT), unlike a bad address it gave (-EFAULT) or
+ * an object that does not check out (-EINVAL). */
 static bool gone(int err)
 {
-	return err && err != -EFAULT;
+	return err == -ESRCH || err == -EPERM;
 }
 
 static int read_u64(struct attach *a, uint64_t addr, uint64_t *v)

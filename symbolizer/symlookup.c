@@ -21,7 +21,7 @@
 struct found {
 	uint64_t vaddr;
 	uint64_t size;
-	int bind_rank; /* 0 global, 1 weak, 2 local; 3: none found yet */
+	int bind_rank;	/* 0 global, 1 weak, 2 local; 3: none found yet */
 	bool ambiguous; /* local definitions at different addresses, no global */
 };
 

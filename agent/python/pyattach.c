@@ -29,9 +29,10 @@
 #define PTHREAD_SCAN	 4096 /* bytes of a struct pthread searched for the TSS slot */
 #define PTHREAD_MIN	 1024 /* ... of which at least this many must be readable */
 #define PTHREAD_KEYS_MAX 1024 /* glibc's PTHREAD_KEYS_MAX */
-#define KEY_2NDLEVEL	 32   /* glibc's PTHREAD_KEY_2NDLEVEL_SIZE: keys below it live in
+#define KEY_2NDLEVEL \
+	32 /* glibc's PTHREAD_KEY_2NDLEVEL_SIZE: keys below it live in
 			       * struct pthread's specific_1stblock */
-#define MAX_CANDIDATES	 8
+#define MAX_CANDIDATES 8
 
 static const char *const result_names[PY_ATTACH_NR] = {
 	[PY_ATTACH_OK] = "ok",
@@ -204,7 +205,8 @@ static enum py_attach_result find_version(struct attach *a)
 		return fail(a, PY_ATTACH_FREE_THREADED, "a free-threaded build (3.Xt)");
 	if (!hex) {
 		if (minor < 0)
-			return fail(a, PY_ATTACH_UNSUPPORTED, "no Py_Version and no version in a name");
+			return fail(a, PY_ATTACH_UNSUPPORTED,
+				    "no Py_Version and no version in a name");
 		hex = 0x03000000u | (uint32_t)minor << 16;
 	}
 	a->out->version_hex = hex;
@@ -236,9 +238,11 @@ static enum py_attach_result find_layout(struct attach *a, const struct py_layou
 		if (err == -EPROTONOSUPPORT)
 			return fail(a, PY_ATTACH_FREE_THREADED, "_Py_DebugOffsets: free-threaded");
 		if (err == -ENOTSUP)
-			return fail(a, PY_ATTACH_UNSUPPORTED, "_Py_DebugOffsets of another version");
+			return fail(a, PY_ATTACH_UNSUPPORTED,
+				    "_Py_DebugOffsets of another version");
 		if (err)
-			return fail(a, PY_ATTACH_LAYOUT_MISMATCH, "_Py_DebugOffsets do not check out");
+			return fail(a, PY_ATTACH_LAYOUT_MISMATCH,
+				    "_Py_DebugOffsets do not check out");
 	}
 	if (a->l.version != ((a->out->version_hex >> 16) & 0xffff))
 		return fail(a, PY_ATTACH_LAYOUT_MISMATCH, "layout of another version");
@@ -253,8 +257,7 @@ static enum py_attach_result find_eval(struct attach *a)
 	struct py_interp *o = a->out;
 	uint64_t addr, size;
 
-	if (symbol(a, "_PyEval_EvalFrameDefault", &addr, &size) || !size ||
-	    addr + size < addr)
+	if (symbol(a, "_PyEval_EvalFrameDefault", &addr, &size) || !size || addr + size < addr)
 		return fail(a, PY_ATTACH_LAYOUT_MISMATCH, "the eval loop has no size");
 	o->eval_start[0] = addr;
 	o->eval_end[0] = addr + size;
@@ -541,7 +544,8 @@ static enum py_attach_result check_frames(struct attach *a, uint64_t main_tstate
 			return fail(a, PY_ATTACH_READ_FAULT, "the process is gone");
 	}
 	if (n < 0)
-		return fail(a, PY_ATTACH_LAYOUT_MISMATCH, "a frame's code object does not check out");
+		return fail(a, PY_ATTACH_LAYOUT_MISMATCH,
+			    "a frame's code object does not check out");
 	a->out->frames_checked = (uint32_t)n;
 	return PY_ATTACH_OK;
 }

@@ -43,10 +43,12 @@ _Static_assert((int)PY_ENTRY_KIND_EVAL == PY_ENTRY_EVAL &&
  *   3.12 dropped it (40 and 56).
  */
 #define BYTES .bytes_size = 16, .bytes_data = 32
-#define UNICODE_3_8 .unicode_length = 16, .unicode_state = 32, .unicode_ascii_data = 48, \
-		    .unicode_compact_data = 72
-#define UNICODE_3_12 .unicode_length = 16, .unicode_state = 32, .unicode_ascii_data = 40, \
-		     .unicode_compact_data = 56
+#define UNICODE_3_8                                                          \
+	.unicode_length = 16, .unicode_state = 32, .unicode_ascii_data = 48, \
+	.unicode_compact_data = 72
+#define UNICODE_3_12                                                         \
+	.unicode_length = 16, .unicode_state = 32, .unicode_ascii_data = 40, \
+	.unicode_compact_data = 56
 
 static const struct py_layout layouts[] = {
 	{
@@ -56,17 +58,17 @@ static const struct py_layout layouts[] = {
 		 * PyFrameObject (struct _frame): Include/frameobject.h
 		 * PyCodeObject: Include/code.h */
 		.version = 0x0308,
-		.runtime_interp_main = 40,	/* interpreters.main */
-		.runtime_tss_key = 1392,	/* gilstate.autoTSSkey */
-		.interp_tstate_head = 8,	/* tstate_head */
+		.runtime_interp_main = 40, /* interpreters.main */
+		.runtime_tss_key = 1392,   /* gilstate.autoTSSkey */
+		.interp_tstate_head = 8,   /* tstate_head */
 		.tstate_next = 8,
 		.tstate_interp = 16,
-		.tstate_frame = 24,		/* frame */
+		.tstate_frame = 24, /* frame */
 		.cframe_frame = N,
 		.tstate_thread_id = 176,
-		.frame_previous = 24,		/* f_back */
-		.frame_code = 32,		/* f_code */
-		.frame_lasti = 104,		/* f_lasti */
+		.frame_previous = 24, /* f_back */
+		.frame_code = 32,     /* f_code */
+		.frame_lasti = 104,   /* f_lasti */
 		.frame_entry = N,
 		.lasti_kind = PY_LASTI_KIND_INT_BYTES,
 		.entry_kind = PY_ENTRY_KIND_EVAL,
@@ -74,9 +76,10 @@ static const struct py_layout layouts[] = {
 		.code_name = 112,
 		.code_qualname = N,
 		.code_firstlineno = 40,
-		.code_linetable = 120,		/* co_lnotab */
+		.code_linetable = 120, /* co_lnotab */
 		.code_code = N,
-		BYTES, UNICODE_3_8,
+		BYTES,
+		UNICODE_3_8,
 	},
 	{
 		/* 3.9 (3.9.18)
@@ -105,9 +108,10 @@ static const struct py_layout layouts[] = {
 		.code_name = 112,
 		.code_qualname = N,
 		.code_firstlineno = 40,
-		.code_linetable = 120,		/* co_lnotab */
+		.code_linetable = 120, /* co_lnotab */
 		.code_code = N,
-		BYTES, UNICODE_3_8,
+		BYTES,
+		UNICODE_3_8,
 	},
 	{
 		/* 3.10 (3.10.13): the headers of 3.9. f_lasti counts code units (2 bytes) and
@@ -132,9 +136,10 @@ static const struct py_layout layouts[] = {
 		.code_name = 112,
 		.code_qualname = N,
 		.code_firstlineno = 40,
-		.code_linetable = 120,		/* co_linetable */
+		.code_linetable = 120, /* co_linetable */
 		.code_code = N,
-		BYTES, UNICODE_3_8,
+		BYTES,
+		UNICODE_3_8,
 	},
 	{
 		/* 3.11 (3.11.7; Debian's 3.11.2 alike)
@@ -145,17 +150,17 @@ static const struct py_layout layouts[] = {
 		 * PyCodeObject: Include/cpython/code.h (_PyCode_DEF) */
 		.version = 0x030b,
 		.runtime_interp_main = 48,
-		.runtime_tss_key = 592,		/* gilstate.autoTSSkey */
-		.interp_tstate_head = 16,	/* threads.head */
+		.runtime_tss_key = 592,	  /* gilstate.autoTSSkey */
+		.interp_tstate_head = 16, /* threads.head */
 		.tstate_next = 8,
 		.tstate_interp = 16,
-		.tstate_frame = 56,		/* cframe */
-		.cframe_frame = 8,		/* _PyCFrame.current_frame, after use_tracing */
+		.tstate_frame = 56, /* cframe */
+		.cframe_frame = 8,  /* _PyCFrame.current_frame, after use_tracing */
 		.tstate_thread_id = 152,
-		.frame_previous = 48,		/* previous */
-		.frame_code = 32,		/* f_code */
-		.frame_lasti = 56,		/* prev_instr */
-		.frame_entry = 68,		/* is_entry (bool) */
+		.frame_previous = 48, /* previous */
+		.frame_code = 32,     /* f_code */
+		.frame_lasti = 56,    /* prev_instr */
+		.frame_entry = 68,    /* is_entry (bool) */
 		.lasti_kind = PY_LASTI_KIND_PTR,
 		.entry_kind = PY_ENTRY_KIND_FLAG,
 		.code_filename = 112,
@@ -163,8 +168,9 @@ static const struct py_layout layouts[] = {
 		.code_qualname = 128,
 		.code_firstlineno = 72,
 		.code_linetable = 136,
-		.code_code = 184,		/* co_code_adaptive */
-		BYTES, UNICODE_3_8,
+		.code_code = 184, /* co_code_adaptive */
+		BYTES,
+		UNICODE_3_8,
 	},
 	{
 		/* 3.12 (3.12.1): the headers of 3.11; FRAME_OWNED_BY_CSTACK = 3 in enum
@@ -172,17 +178,17 @@ static const struct py_layout layouts[] = {
 		 * the runtime state itself; _PyCFrame lost use_tracing. */
 		.version = 0x030c,
 		.runtime_interp_main = 48,
-		.runtime_tss_key = 1544,	/* autoTSSkey */
-		.interp_tstate_head = 72,	/* threads.head */
+		.runtime_tss_key = 1544,  /* autoTSSkey */
+		.interp_tstate_head = 72, /* threads.head */
 		.tstate_next = 8,
 		.tstate_interp = 16,
-		.tstate_frame = 56,		/* cframe */
-		.cframe_frame = 0,		/* _PyCFrame.current_frame */
+		.tstate_frame = 56, /* cframe */
+		.cframe_frame = 0,  /* _PyCFrame.current_frame */
 		.tstate_thread_id = 136,
 		.frame_previous = 8,
-		.frame_code = 0,		/* f_code */
-		.frame_lasti = 56,		/* prev_instr */
-		.frame_entry = 70,		/* owner (char) */
+		.frame_code = 0,   /* f_code */
+		.frame_lasti = 56, /* prev_instr */
+		.frame_entry = 70, /* owner (char) */
 		.lasti_kind = PY_LASTI_KIND_PTR,
 		.entry_kind = PY_ENTRY_KIND_OWNER,
 		.owner_cstack = 3,
@@ -192,22 +198,23 @@ static const struct py_layout layouts[] = {
 		.code_firstlineno = 68,
 		.code_linetable = 136,
 		.code_code = 192,
-		BYTES, UNICODE_3_12,
+		BYTES,
+		UNICODE_3_12,
 	},
 };
 
 /* What 3.13's _Py_DebugOffsets does not say (3.13.0; Include/internal/pycore_runtime.h,
  * Include/internal/pycore_interp.h, Include/cpython/unicodeobject.h): */
-#define PY313_RUNTIME_TSS_KEY	   2160 /* _PyRuntimeState.autoTSSkey */
-#define PY313_MAIN_AFTER_HEAD	   8	/* interpreters { PyMutex mutex; head; main; ... } */
-#define PY313_COMPACT_AFTER_ASCII  16	/* PyCompactUnicodeObject: utf8_length, utf8 */
-#define PY313_FRAME_OWNED_BY_CSTACK 3	/* enum _frameowner, Include/internal/pycore_frame.h */
+#define PY313_RUNTIME_TSS_KEY	    2160 /* _PyRuntimeState.autoTSSkey */
+#define PY313_MAIN_AFTER_HEAD	    8	 /* interpreters { PyMutex mutex; head; main; ... } */
+#define PY313_COMPACT_AFTER_ASCII   16	 /* PyCompactUnicodeObject: utf8_length, utf8 */
+#define PY313_FRAME_OWNED_BY_CSTACK 3	 /* enum _frameowner, Include/internal/pycore_frame.h */
 
 int py_layout_check(const struct py_layout *l)
 {
 	const uint16_t frame[] = { l->frame_previous, l->frame_code, l->frame_lasti,
 				   l->frame_entry };
-	const uint16_t code[] = { l->code_filename, l->code_name,     l->code_qualname,
+	const uint16_t code[] = { l->code_filename,    l->code_name,	  l->code_qualname,
 				  l->code_firstlineno, l->code_linetable, l->code_code };
 	size_t i;
 

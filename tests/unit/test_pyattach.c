@@ -21,24 +21,23 @@
 #include "../../agent/python/pymem.h"
 #include "../../symbolizer/symbolizer.h"
 
-static const char script[] =
-	"import os, signal, sys, threading\n"
-	"ids = [threading.get_ident()]\n"
-	"if len(sys.argv) > 1:\n"
-	"    ev = threading.Event()\n"
-	"    started = threading.Event()\n"
-	"    def side():\n"
-	"        ids.append(threading.get_ident())\n"
-	"        started.set()\n"
-	"        ev.wait()\n"
-	"    threading.Thread(target=side, daemon=True).start()\n"
-	"    started.wait()\n"
-	"def inner():\n"
-	"    os.kill(os.getpid(), signal.SIGSTOP)\n"
-	"def outer():\n"
-	"    inner()\n"
-	"print(sys.hexversion, *ids, flush=True)\n"
-	"outer()\n";
+static const char script[] = "import os, signal, sys, threading\n"
+			     "ids = [threading.get_ident()]\n"
+			     "if len(sys.argv) > 1:\n"
+			     "    ev = threading.Event()\n"
+			     "    started = threading.Event()\n"
+			     "    def side():\n"
+			     "        ids.append(threading.get_ident())\n"
+			     "        started.set()\n"
+			     "        ev.wait()\n"
+			     "    threading.Thread(target=side, daemon=True).start()\n"
+			     "    started.wait()\n"
+			     "def inner():\n"
+			     "    os.kill(os.getpid(), signal.SIGSTOP)\n"
+			     "def outer():\n"
+			     "    inner()\n"
+			     "print(sys.hexversion, *ids, flush=True)\n"
+			     "outer()\n";
 
 /* The child of the running test, stopped: killed by the teardown whatever the outcome. */
 static pid_t current_child;
@@ -186,8 +185,8 @@ static void check_eval_range(struct symbolizer *s, const struct proc_image *img,
 	uint64_t vaddr, size, map_vaddr, addr;
 	size_t i;
 
-	assert_int_equal(sym_object__symbol(s, m->object, "_PyEval_EvalFrameDefault", &vaddr, &size),
-			 0);
+	assert_int_equal(
+		sym_object__symbol(s, m->object, "_PyEval_EvalFrameDefault", &vaddr, &size), 0);
 	assert_int_equal(sym_object__mapping_vaddr(m->object, m->offset, &map_vaddr), 0);
 	addr = vaddr - map_vaddr + m->start;
 	assert_true(py->eval_start[0] == addr && py->eval_end[0] == addr + size);
@@ -216,11 +215,14 @@ static void check_tss(pid_t pid, const struct child *c, const struct py_interp *
 	assert_true(py->tss_key < 32);
 	assert_true(py->tss_data_off > 0 && py->tss_data_off < 4096);
 	for (i = 0; i < c->nr_ids; i++) {
-		assert_int_equal(pymem_read_u64(pid, c->ids[i] + (uint64_t)py->tss_data_off +
-							  16 * py->tss_key, &tstate), 0);
+		assert_int_equal(
+			pymem_read_u64(pid,
+				       c->ids[i] + (uint64_t)py->tss_data_off + 16 * py->tss_key,
+				       &tstate),
+			0);
 		assert_true(tstate != 0);
-		assert_int_equal(pymem_read_u64(pid, tstate + py->layout.tstate_thread_id,
-						&thread_id), 0);
+		assert_int_equal(
+			pymem_read_u64(pid, tstate + py->layout.tstate_thread_id, &thread_id), 0);
 		assert_int_equal(thread_id, c->ids[i]);
 		seen[i] = tstate;
 	}
@@ -258,10 +260,12 @@ static void attach_one(const char *python, const char *label)
 		assert_true(py.frames_checked >= 3);
 		assert_true(py.runtime && py.code_type);
 		print_message("%s%s: %#x key %u tss_data_off %d threads %u frames %u eval "
-			      "%#llx-%#llx cold %#llx-%#llx\n", label, threaded ? " (threads)" : "",
-			      py.version_hex, py.tss_key, py.tss_data_off, py.threads,
-			      py.frames_checked, (unsigned long long)py.eval_start[0],
-			      (unsigned long long)py.eval_end[0], (unsigned long long)py.eval_start[1],
+			      "%#llx-%#llx cold %#llx-%#llx\n",
+			      label, threaded ? " (threads)" : "", py.version_hex, py.tss_key,
+			      py.tss_data_off, py.threads, py.frames_checked,
+			      (unsigned long long)py.eval_start[0],
+			      (unsigned long long)py.eval_end[0],
+			      (unsigned long long)py.eval_start[1],
 			      (unsigned long long)py.eval_end[1]);
 		check_eval_range(s, &img, &py);
 		check_tss(c.pid, &c, &py);
@@ -311,18 +315,18 @@ static void pyenv_python(const char *version, char *out, size_t size)
 	prefix[strcspn(prefix, "\n")] = '\0';
 	if (!prefix[0])
 		fail_msg("pyenv has no CPython %s (pyenv install %s)", version, version);
-	snprintf(out, size, "%s/bin/python%.*s", prefix,
-		 (int)(strrchr(version, '.') - version), version);
+	snprintf(out, size, "%s/bin/python%.*s", prefix, (int)(strrchr(version, '.') - version),
+		 version);
 }
 
-#define PYENV_TEST(fn, version)                                                                   \
-	static void fn(void **state)                                                              \
-	{                                                                                         \
-		char python[512];                                                                 \
-                                                                                                  \
-		(void)state;                                                                      \
-		pyenv_python(version, python, sizeof(python));                                    \
-		attach_one(python, version);                                                      \
+#define PYENV_TEST(fn, version)                                \
+	static void fn(void **state)                           \
+	{                                                      \
+		char python[512];                              \
+                                                               \
+		(void)state;                                   \
+		pyenv_python(version, python, sizeof(python)); \
+		attach_one(python, version);                   \
 	}
 
 PYENV_TEST(test_3_8, "3.8.18")
@@ -414,8 +418,13 @@ static void test_result_names(void **state)
 	assert_string_equal(py_attach_result_name(PY_ATTACH_NR), "unknown");
 }
 
-UNIT_MAIN("pyattach", cmocka_unit_test_teardown(test_3_8, kill_child), cmocka_unit_test_teardown(test_3_9, kill_child),
-	  cmocka_unit_test_teardown(test_3_10, kill_child), cmocka_unit_test_teardown(test_3_11, kill_child), cmocka_unit_test_teardown(test_3_12, kill_child),
-	  cmocka_unit_test_teardown(test_3_13, kill_child), cmocka_unit_test_teardown(test_debian_3_11, kill_child),
-	  cmocka_unit_test_teardown(test_not_python, kill_child), cmocka_unit_test_teardown(test_not_ready, kill_child),
+UNIT_MAIN("pyattach", cmocka_unit_test_teardown(test_3_8, kill_child),
+	  cmocka_unit_test_teardown(test_3_9, kill_child),
+	  cmocka_unit_test_teardown(test_3_10, kill_child),
+	  cmocka_unit_test_teardown(test_3_11, kill_child),
+	  cmocka_unit_test_teardown(test_3_12, kill_child),
+	  cmocka_unit_test_teardown(test_3_13, kill_child),
+	  cmocka_unit_test_teardown(test_debian_3_11, kill_child),
+	  cmocka_unit_test_teardown(test_not_python, kill_child),
+	  cmocka_unit_test_teardown(test_not_ready, kill_child),
 	  cmocka_unit_test(test_result_names))

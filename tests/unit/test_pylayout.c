@@ -15,13 +15,16 @@
 #include "../../agent/python/pylayout.h"
 
 #define NVERS 6
-static const char *const versions[NVERS] = { "3.8.18",	"3.9.18", "3.10.13",
+static const char *const versions[NVERS] = { "3.8.18", "3.9.18", "3.10.13",
 					     "3.11.7", "3.12.1", "3.13.0" };
 
 /* gdb expressions: the offset of a member of a type, a type's size. */
 #define OFF(type, member) "(long)&((" type " *)0)->" member
 #define SIZE(type)	  "(long)sizeof(" type ")"
-#define ALL(e)		  { e, e, e, e, e, e }
+#define ALL(e)                   \
+	{                        \
+		e, e, e, e, e, e \
+	}
 
 /* One field of struct py_layout and what it is in each version (NULL: PY_FIELD_NONE). */
 struct field {
@@ -77,8 +80,8 @@ static const struct field fields[] = {
 	{ F(code_filename), ALL(OFF("PyCodeObject", "co_filename")) },
 	{ F(code_name), ALL(OFF("PyCodeObject", "co_name")) },
 	{ F(code_qualname),
-	  { NULL, NULL, NULL, OFF("PyCodeObject", "co_qualname"), OFF("PyCodeObject", "co_qualname"),
-	    OFF("PyCodeObject", "co_qualname") } },
+	  { NULL, NULL, NULL, OFF("PyCodeObject", "co_qualname"),
+	    OFF("PyCodeObject", "co_qualname"), OFF("PyCodeObject", "co_qualname") } },
 	{ F(code_firstlineno), ALL(OFF("PyCodeObject", "co_firstlineno")) },
 	{ F(code_linetable),
 	  { OFF("PyCodeObject", "co_lnotab"), OFF("PyCodeObject", "co_lnotab"),
@@ -191,7 +194,8 @@ static void check_against_dwarf(int v, const struct py_layout *l)
 		memcpy(&got, (const char *)l + fields[i].off, sizeof(got));
 		if (!fields[i].expr[v]) {
 			if (got != PY_FIELD_NONE)
-				fail_msg("%s: %s is %u, want none", versions[v], fields[i].name, got);
+				fail_msg("%s: %s is %u, want none", versions[v], fields[i].name,
+					 got);
 			continue;
 		}
 		if (values[i] < 0)

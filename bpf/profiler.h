@@ -255,10 +255,11 @@ struct ignis_py_layout {
 	__u16 code_code;      /* co_code_adaptive (3.11+): the bytecode; IGNIS_PY_NONE before */
 	__u16 unicode_length; /* PyASCIIObject.length */
 	__u16 unicode_data;   /* sizeof(PyASCIIObject): a compact ASCII string's bytes */
+	__u16 unicode_state;  /* PyASCIIObject.state: bit 5 compact, bit 6 ascii */
 	__u8 lasti_kind;      /* PY_LASTI_* */
 	__u8 entry_kind;      /* PY_ENTRY_* */
 	__u8 owner_cstack;    /* PY_ENTRY_OWNER's marker value */
-	__u8 pad[3];
+	__u8 pad[5];
 	__u64 code_type;      /* runtime address of PyCode_Type: every frame's code's ob_type */
 };
 _Static_assert(sizeof(struct ignis_py_layout) == 40, "ignis_py_layout size");

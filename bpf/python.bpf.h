@@ -143,7 +143,7 @@ static __always_inline int py_begin(struct uw_python *py, __u32 g)
 static __always_inline int py_identity(struct uw_python *py, __u32 g, __u32 *identity)
 {
 	__u64 name = py_u64(py->co, IGNIS_PY_CODE_READ, py->l.code_name), len;
-	__u32 data = py->l.unicode_data & 63, want;
+	__u32 data = py->l.unicode_data & 63, want, state;
 	__s32 firstlineno = (__s32)py_u32(py->co, IGNIS_PY_CODE_READ, py->l.code_firstlineno);
 
 	/* The header and the bytes the identity covers, in one read; near the end of a mapping
@@ -165,7 +165,8 @@ static __always_inline int py_identity(struct uw_python *py, __u32 g, __u32 *ide
 		}
 	}
 	len = py_u64(py->name, sizeof(py->name), py->l.unicode_length);
-	*identity = ignis_py_identity(py->name + data, len, firstlineno);
+	state = py_u32(py->name, sizeof(py->name), py->l.unicode_state);
+	*identity = ignis_py_identity(py->name + data, len, (state >> 5 & 3) == 3, firstlineno);
 	return 0;
 }
 

@@ -126,6 +126,7 @@ void python_bpf_proc(const struct proc_id *id, const struct py_interp *in,
 	out->layout.code_code = l->code_code;
 	out->layout.unicode_length = l->unicode_length;
 	out->layout.unicode_data = l->unicode_ascii_data;
+	out->layout.unicode_state = l->unicode_state;
 	out->layout.lasti_kind = (__u8)l->lasti_kind;
 	out->layout.entry_kind = (__u8)l->entry_kind;
 	out->layout.owner_cstack = l->owner_cstack;
@@ -149,7 +150,8 @@ static bool fits_walker(const struct py_layout *l)
 	for (i = 0; i < ARRAY_SIZE(code); i++)
 		if (code[i] > IGNIS_PY_CODE_READ - 8)
 			return false;
-	return l->unicode_ascii_data < 64 && l->unicode_length <= l->unicode_ascii_data - 8;
+	return l->unicode_ascii_data < 64 && l->unicode_length <= l->unicode_ascii_data - 8 &&
+	       l->unicode_state <= l->unicode_ascii_data - 4;
 }
 
 static void count_final(struct python *py, struct py_image *pi)

@@ -254,7 +254,7 @@ static void check_version(const char *python, unsigned int minor)
 		assert_true(v & IGNIS_USER_IP_PY);
 		assert_int_equal(serial, i + 1);
 		assert_int_equal(w.codes[i].identity,
-				 ignis_py_identity((const __u8 *)name, strlen(name),
+				 ignis_py_identity((const __u8 *)name, strlen(name), 1,
 						   expected[i].firstlineno));
 		assert_int_equal(w.codes[i].tgid, (uint32_t)c.pid);
 		/* Every frame is inside its code: a call's instruction, never the first. */

@@ -167,6 +167,20 @@ int symbolizer__set_debug_file(struct symbolizer *s, struct sym_object *o, int f
 int symbolizer__add_debug_file(struct symbolizer *s, const uint8_t *build_id, size_t len,
 			       int fd) SYM_WARN_UNUSED;
 
+/*
+ * Where object o defines the symbol called exactly `name`: a function or a variable
+ * (STT_FUNC, STT_GNU_IFUNC, STT_OBJECT, STT_NOTYPE; never STT_TLS, whose value is no
+ * address), global, weak or local (a local such as gcc's "f.cold" is found where a .symtab
+ * has it). Looks in o's accepted debug file, then o's .symtab, its .dynsym and its
+ * MiniDebugInfo; the first that defines the name answers, a global definition over a weak
+ * one over a local one. *vaddr gets the ELF virtual address (st_value), *size (may be NULL)
+ * st_size in bytes. Reads the file again on every call (not cached): for rare lookups.
+ * Returns 0, -ENOENT when nothing defines name, -ENOTUNIQ when only local symbols do, at
+ * different addresses, -EINVAL when name is empty or the file is not ELF.
+ */
+int sym_object__symbol(struct symbolizer *s, struct sym_object *o, const char *name,
+		       uint64_t *vaddr, uint64_t *size) SYM_WARN_UNUSED;
+
 /* One frame of a resolved address. Strings are borrowed: valid until the next call on s. */
 struct sym_frame {
 	const char *name;	 /* function name, as users read it */

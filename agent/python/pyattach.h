@@ -55,11 +55,22 @@ struct py_interp {
 };
 
 /*
- * Attach to the process image img (its captured mappings, whose objects s parses), reading
- * its memory as pid (the host's pid of it). Returns PY_ATTACH_OK with *out filled, or why
- * not; *detail (may be NULL) gets a static text saying more for the log.
+ * Attach to the process image img (its captured mappings, borrowed, whose objects s
+ * parses), reading its memory as pid (the host's pid of it). Returns PY_ATTACH_OK with *out
+ * filled (out->object borrowed from img), or why not; *detail (may be NULL) gets a static
+ * text saying more for the log. Reads at most a few hundred KiB; nothing read is trusted:
+ * every loop and read is bounded.
  */
 enum py_attach_result py_attach(pid_t pid, const struct proc_image *img, struct symbolizer *s,
 				struct py_interp *out, const char **detail);
+
+/*
+ * As py_attach(), with layout instead of the version's own (the table, or 3.13's
+ * _Py_DebugOffsets), checked against the memory the same way: for tests, and for a layout
+ * from elsewhere. NULL: the version's own.
+ */
+enum py_attach_result py_attach_layout(pid_t pid, const struct proc_image *img,
+				       struct symbolizer *s, const struct py_layout *layout,
+				       struct py_interp *out, const char **detail);
 
 #endif /* IGNIS_PYATTACH_H */

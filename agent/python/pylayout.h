@@ -3,7 +3,7 @@
  * CPython's struct layouts, per minor version (3.8 to 3.12 from a table; 3.13's from the
  * _Py_DebugOffsets the interpreter carries at the start of _PyRuntime). Offsets are in bytes;
  * IGNIS_PY_NONE (0xffff) marks a field the version does not have. The sources are CPython's
- * headers of each version (Include/cpython/<x>.h, Include/internal/pycore_<x>.h), cited per row in
+ * headers of each version (Include/cpython/, Include/internal/pycore_*), cited per row in
  * pylayout.c, and checked against the DWARF of pyenv's builds by tests/unit/test_pylayout.c.
  */
 #ifndef IGNIS_PYLAYOUT_H
@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/ignis.h"
 
 #define PY_FIELD_NONE 0xffff
 
@@ -72,7 +74,7 @@ struct py_layout {
  * The layout of CPython major.minor (3.8 to 3.12) into *out. Returns 0, or -ENOTSUP for a
  * version without a table (3.13+: py_layout_from_debug_offsets()).
  */
-int py_layout_for_version(unsigned major, unsigned minor, struct py_layout *out);
+int py_layout_for_version(unsigned major, unsigned minor, struct py_layout *out) __must_check;
 
 /*
  * The layout of a 3.13+ interpreter from its _Py_DebugOffsets, the first bytes of its
@@ -84,5 +86,13 @@ int py_layout_from_debug_offsets(const void *buf, size_t len, struct py_layout *
 
 /* Bytes of _PyRuntime that py_layout_from_debug_offsets() needs. */
 size_t py_debug_offsets_size(void);
+
+/*
+ * Whether the BPF walker can use layout l: every frame field it reads lies below
+ * IGNIS_PY_FRAME_READ - 8 and every code object field below IGNIS_PY_CODE_READ - 8
+ * (bpf/profiler.h), the fields every version has are there, and lasti_kind and entry_kind
+ * fit the fields present. Returns 0 or -EINVAL.
+ */
+int py_layout_check(const struct py_layout *l);
 
 #endif /* IGNIS_PYLAYOUT_H */

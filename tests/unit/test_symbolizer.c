@@ -347,6 +347,79 @@ static void test_perfmap(void **state)
 	sym_perfmap__free(m);
 }
 
+/* The ELF address and size of `name` in o as the lookup by name finds it, checked against
+ * the nm listing of `listing` (the unstripped build of the same code). */
+static void expect_symbol(struct symbolizer *s, struct sym_object *o, const char *listing,
+			  const char *name)
+{
+	struct nm_symbol ns = { 0 };
+	uint64_t vaddr = 0, size = 0;
+	int err;
+
+	if (nm_lookup(listing, name, &ns))
+		fail_msg("%s: no %s in the nm listing", listing, name);
+	err = sym_object__symbol(s, o, name, &vaddr, &size);
+	if (err)
+		fail_msg("%s: %s not found: %d", sym_object__name(o), name, err);
+	assert_int_equal(vaddr, ns.addr);
+	assert_int_equal(size, ns.size);
+}
+
+/* Symbols by exact name: functions and data, global and local (a dotted ".cold" name), from
+ * .symtab, .dynsym alone, MiniDebugInfo and an accepted debug file. */
+static void test_symbol_by_name(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct sym_object *o;
+	uint64_t vaddr = 0, size = 0;
+	int fd;
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("libfixture.so"));
+	assert_non_null(o);
+	expect_symbol(s, o, FIXTURE("libfixture.so"), "fx_exported_first");
+	expect_symbol(s, o, FIXTURE("libfixture.so"), "fx_internal");
+	expect_symbol(s, o, FIXTURE("libfixture.so"), "fx_data"); /* STT_OBJECT */
+	expect_symbol(s, o, FIXTURE("libfixture.so"), "fx_asm_after.cold");
+	/* A weak alias is found by its own name, at its target's address. */
+	expect_symbol(s, o, FIXTURE("libfixture.so"), "fx_weak_alias");
+	assert_int_equal(sym_object__symbol(s, o, "fx_asm_after.col", &vaddr, &size), -ENOENT);
+	assert_int_equal(sym_object__symbol(s, o, "fx_nothing", &vaddr, NULL), -ENOENT);
+	assert_int_equal(sym_object__symbol(s, o, "", &vaddr, NULL), -EINVAL);
+	/* An undefined reference is no definition. */
+	assert_int_equal(sym_object__symbol(s, o, "__cxa_finalize", &vaddr, NULL), -ENOENT);
+	sym_object__put(o);
+
+	/* .dynsym only: exported functions and data; local ones are gone. */
+	o = open_fixture(s, FIXTURE("libfixture-stripped.so"));
+	assert_non_null(o);
+	expect_symbol(s, o, FIXTURE("libfixture.so"), "fx_exported_second");
+	expect_symbol(s, o, FIXTURE("libfixture.so"), "fx_data");
+	assert_int_equal(sym_object__symbol(s, o, "fx_internal", &vaddr, NULL), -ENOENT);
+	assert_int_equal(sym_object__symbol(s, o, "fx_asm_after.cold", &vaddr, NULL), -ENOENT);
+	sym_object__put(o);
+
+	/* MiniDebugInfo brings the local functions back. */
+	o = open_fixture(s, FIXTURE("fixture-minidebug"));
+	assert_non_null(o);
+	expect_symbol(s, o, FIXTURE("fixture-pie"), "fx_internal");
+	expect_symbol(s, o, FIXTURE("fixture-pie"), "fx_exported_first");
+	sym_object__put(o);
+
+	/* A stripped executable names its data only through its debug file. */
+	o = open_fixture(s, FIXTURE("inline-stripped"));
+	assert_non_null(o);
+	assert_int_equal(sym_object__symbol(s, o, "in_data", &vaddr, NULL), -ENOENT);
+	fd = open(FIXTURE("inline.debug"), O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(symbolizer__set_debug_file(s, o, fd), 0);
+	close(fd);
+	expect_symbol(s, o, FIXTURE("inline"), "in_data");
+	expect_symbol(s, o, FIXTURE("inline"), "outer");
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
 static void test_pie(void **state)
 {
 	(void)state;
@@ -668,4 +741,5 @@ UNIT_MAIN("symbolizer", cmocka_unit_test(test_pie), cmocka_unit_test(test_nopie)
 	  cmocka_unit_test(test_dwarf_inline_frames),
 	  cmocka_unit_test(test_dwarf_compressed_sections), cmocka_unit_test(test_minidebuginfo),
 	  cmocka_unit_test(test_demangle_from_symbol_table),
-	  cmocka_unit_test(test_debug_file_by_debuglink), cmocka_unit_test(test_perfmap))
+	  cmocka_unit_test(test_debug_file_by_debuglink), cmocka_unit_test(test_perfmap),
+	  cmocka_unit_test(test_symbol_by_name))

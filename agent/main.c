@@ -357,6 +357,12 @@ static int start_python(struct agent *a)
 	return 0;
 }
 
+static bool python_frame(void *ctx, const struct proc_image *img, uint64_t serial, uint32_t lasti,
+			 struct pycode_frame *out)
+{
+	return python__frame(ctx, img, serial, lasti, out);
+}
+
 static bool fp_step_ok(void *ctx, const struct sym_object *obj, uint64_t vaddr)
 {
 	return unwinder__fp_step_ok(ctx, obj, vaddr);
@@ -375,6 +381,8 @@ static int start_windows(struct agent *a, bool kernel_symbols)
 		.targets = a->server ? server_sink__targets(a->server) : NULL,
 		.fp_step_ok = a->unwinder ? fp_step_ok : NULL,
 		.fp_step_ctx = a->unwinder,
+		.python_frame = a->python ? python_frame : NULL,
+		.python_ctx = a->python,
 	};
 	struct file_sink_opts fo = { .sz = sizeof(fo),
 				     .dir = cfg->output_dir,

@@ -25,6 +25,7 @@
 #include "profile/top.h"
 #include "unwind/unwinder.h"
 #include "profile/window.h"
+#include "python/python.h"
 
 #ifndef IGNIS_VERSION
 #define IGNIS_VERSION "0.0.0"
@@ -197,6 +198,7 @@ static void refresh(struct cycle *c)
 	struct metrics_snapshot *t = &c->snap;
 	struct server_sink_stats srv = { 0 };
 	struct unwinder_stats unw = { 0 };
+	struct python_stats py = { 0 };
 	struct symbolizer_stats sym;
 	struct proctab_stats proc;
 	struct {
@@ -214,7 +216,10 @@ static void refresh(struct cycle *c)
 		unwinder__stats(c->opts.unwinder, &unw);
 	if (c->opts.server)
 		server_sink__stats(c->opts.server, &srv);
+	if (c->opts.python)
+		python__stats(c->opts.python, &py);
 #define PROC(f)	 (proc.f)
+#define PY(f)	 (py.f)
 #define SYM(f)	 (sym.f)
 #define UNW(f)	 (unw.f)
 #define SRV(f)	 (srv.f)
@@ -231,6 +236,7 @@ static void refresh(struct cycle *c)
 #undef ACC_WINDOW
 #undef ACC_SUM
 #undef AGENT
+#undef PY
 #undef SRV
 #undef UNW
 #undef SYM
@@ -431,6 +437,8 @@ static void release(struct cycle *c, const struct window *w)
 	int n;
 
 	proctab__release(c->opts.proctab, w->seq);
+	if (c->opts.python)
+		python__release(c->opts.python, w->seq);
 	proctab__rescan(c->opts.proctab, c->seq);
 	if (c->opts.unwinder) /* processes whose exit event was lost */
 		unwinder__reconcile(c->opts.unwinder, image_known, c->opts.proctab);

@@ -17,6 +17,7 @@ struct debuginfod_fetcher;
 struct file_sink;
 struct metrics;
 struct proctab;
+struct python;
 struct sampler;
 struct server_sink;
 struct symbolizer;
@@ -30,6 +31,7 @@ struct cycle_opts {
 	struct symbolizer *symbolizer;
 	struct window_builder *builder;
 	struct unwinder *unwinder;	       /* NULL without the table unwinder */
+	struct python *python;		       /* NULL without the Python walker */
 	struct file_sink *sink;		       /* NULL without a local folder */
 	struct server_sink *server;	       /* NULL without a server */
 	struct metrics *metrics;	       /* NULL without --metrics-address */

@@ -36,6 +36,7 @@
 #include "ship/sink_server.h"
 #include "unwind/unwinder.h"
 #include "profile/window.h"
+#include "python/python.h"
 
 #ifndef IGNIS_VERSION
 #define IGNIS_VERSION "0.0.0"
@@ -47,6 +48,8 @@
 #define MMAP_EVENT_GAP_NS (250 * NSEC_PER_MSEC)
 /* At exit, how long queued profiles may take to reach the server (the rest is spooled). */
 #define UPLOAD_FLUSH_NS (3 * NSEC_PER_SEC)
+/* Names and line tables of Python code objects, all processes together. */
+#define PYTHON_CODE_CACHE_BYTES (32ULL << 20)
 
 static volatile sig_atomic_t stop_requested;
 
@@ -72,6 +75,7 @@ struct agent {
 	struct kube *kube;		       /* NULL without --kubernetes */
 	struct debuginfod_fetcher *debuginfod; /* NULL without --debuginfod-urls */
 	struct unwinder *unwinder;	       /* NULL without the table unwinder */
+	struct python *python;		       /* NULL without the Python walker */
 	struct cycle *cycle;		       /* what happens at each window boundary */
 };
 
@@ -95,7 +99,18 @@ static int on_proc_event(void *ctx, const struct proc_event *ev)
 		unwinder__remove_process(a->unwinder, ev->tgid, ev->start_time, &ev->exec_id);
 	else if (a->unwinder && ev->type == PROC_EV_EXIT)
 		unwinder__remove_process(a->unwinder, ev->tgid, ev->start_time, NULL);
+	if (a->python && (ev->type == PROC_EV_EXEC || ev->type == PROC_EV_EXIT))
+		python__gone(a->python, ev->tgid, ev->start_time,
+			     ev->type == PROC_EV_EXEC ? &ev->exec_id : NULL,
+			     a->cycle ? cycle__seq(a->cycle) : 0);
 	return 0;
+}
+
+static int on_py_code(void *ctx, const struct py_code_event *ev)
+{
+	struct agent *a = ctx;
+
+	return a->python ? python__code_event(a->python, ev) : 0;
 }
 
 /* The mappings of an image were (re)captured: its unwind tables follow. */
@@ -105,6 +120,8 @@ static void on_captured(void *ctx, struct proc_image *img)
 
 	if (a->unwinder && unwinder__add_process(a->unwinder, img))
 		pr_debug("pid %u: no unwind tables: out of memory", img->id.tgid);
+	if (a->python)
+		python__captured(a->python, img);
 }
 
 static int start_kubernetes(struct agent *a, const struct agent_config *cfg, const char *url)
@@ -191,6 +208,12 @@ static int run(struct agent *a)
 			continue;
 		}
 		timeout = (int)((deadline - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+		if (a->python) { /* interpreters still starting: attach again soon */
+			int retry = python__poll(a->python);
+
+			if (retry >= 0 && retry < timeout)
+				timeout = retry;
+		}
 		/* Woken as well when tables are built: published at once. */
 		err = sampler__poll(a->sampler, timeout,
 				    a->unwinder ? unwinder__wake_fd(a->unwinder) : -1);
@@ -224,10 +247,14 @@ static int start_sampler(struct agent *a)
 		.window_sec = cfg->interval_sec,
 		.mmap_event_gap_ns = MMAP_EVENT_GAP_NS,
 		.on_event = on_proc_event,
+		.on_py_code = on_py_code,
 		.ctx = a,
 		.unwind = cfg->unwind,
 		.unwind_rows = (uint32_t)(cfg->unwind_table_bytes / SAMPLER_UNWIND_ROW_BYTES),
 		.unwind_maps = SAMPLER_UNWIND_MAPPINGS,
+		.python = cfg->python,
+		.py_procs = SAMPLER_PY_PROCESSES,
+		.py_codes = SAMPLER_PY_CODES,
 		.unwind_procs = SAMPLER_UNWIND_PROCESSES,
 		.unwind_exes = SAMPLER_UNWIND_EXECUTABLES,
 	};
@@ -306,6 +333,30 @@ static int start_unwinder(struct agent *a)
 	return 0;
 }
 
+static int start_python(struct agent *a)
+{
+	struct python_opts po = {
+		.proctab = a->proctab,
+		.max_procs = SAMPLER_PY_PROCESSES,
+		.symbolizer = a->symbolizer,
+		.max_code_bytes = PYTHON_CODE_CACHE_BYTES,
+	};
+
+	if (!a->cfg->python)
+		return 0;
+	if (!sampler__python(a->sampler)) {
+		pr_warn("Python frames off: they need the table unwinder (--unwind auto)");
+		return 0;
+	}
+	po.procs_fd = sampler__py_procs_fd(a->sampler);
+	a->python = python__new(&po);
+	if (!a->python) {
+		pr_err("cannot start the Python walker: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 static bool fp_step_ok(void *ctx, const struct sym_object *obj, uint64_t vaddr)
 {
 	return unwinder__fp_step_ok(ctx, obj, vaddr);
@@ -356,6 +407,7 @@ static int start_windows(struct agent *a, bool kernel_symbols)
 		.symbolizer = a->symbolizer,
 		.builder = a->builder,
 		.unwinder = a->unwinder,
+		.python = a->python,
 		.sink = a->sink,
 		.server = a->server,
 		.metrics = a->metrics,
@@ -427,6 +479,7 @@ static int configure(struct agent *a, int argc, char **argv, char **kube_url)
 static void stop(struct agent *a, int ret)
 {
 	cycle__free(a->cycle);
+	python__free(a->python);
 	unwinder__free(a->unwinder);
 	debuginfod_fetcher__free(a->debuginfod);
 	metrics__free(a->metrics);
@@ -464,7 +517,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (cfg.kernel_stacks)
 		kernel_symbols = kernel_load_kallsyms(a.symbolizer);
-	if (start_unwinder(&a) || (kube_url && start_kubernetes(&a, &cfg, kube_url)) ||
+	if (start_unwinder(&a) || start_python(&a) || (kube_url && start_kubernetes(&a, &cfg, kube_url)) ||
 	    start_windows(&a, kernel_symbols))
 		goto cleanup;
 	pr_info("profiling %u CPUs at %u Hz%s; a profile every %u s%s%s%s%s",

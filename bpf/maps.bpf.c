@@ -60,6 +60,10 @@ struct unwind_procs_map unwind_procs SEC(".maps");
 struct unwind_exes_map unwind_exes SEC(".maps");
 struct progs_map progs SEC(".maps");
 
+/* The Python walker's (described in bpf/profiler.h at struct ignis_py_proc). */
+struct py_procs_map py_procs SEC(".maps");
+struct py_codes_map py_codes SEC(".maps");
+
 struct cpu_states_map cpu_states SEC(".maps");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -17,6 +17,8 @@
 #ifndef IGNIS_BPF_MAPS_BPF_H
 #define IGNIS_BPF_MAPS_BPF_H
 
+#include <bpf/bpf_core_read.h>
+
 #include "profiler.h"
 #include "stack.bpf.h"
 #include "unwind.bpf.h"
@@ -117,6 +119,20 @@ struct unwind_exes_map {
 	__type(value, struct ignis_unwind_exe);
 };
 
+struct py_procs_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by the agent */
+	__type(key, __u32);
+	__type(value, struct ignis_py_proc);
+};
+
+struct py_codes_map {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1); /* sized by the agent */
+	__type(key, struct ignis_py_code_key);
+	__type(value, __u64);
+};
+
 /* Filled by the agent after load (a program it did not load leaves its slot empty). */
 struct progs_map {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -138,6 +154,7 @@ struct cpu_state {
 	__u64 last_exec_vm;
 	__u32 last_tgid;
 	__u32 last_exec_id;
+	__u64 py_serials; /* serials this CPU handed out (bpf/python.bpf.h) */
 };
 
 struct cpu_states_map {
@@ -172,6 +189,9 @@ extern struct unwind_maps_map unwind_maps SEC(".maps");
 extern struct unwind_procs_map unwind_procs SEC(".maps");
 extern struct unwind_exes_map unwind_exes SEC(".maps");
 extern struct progs_map progs SEC(".maps");
+extern struct py_procs_map py_procs SEC(".maps");
+extern struct py_codes_map py_codes SEC(".maps");
+
 extern struct cpu_states_map cpu_states SEC(".maps");
 
 /* ---- Helpers --------------------------------------------------------------------------------- */
@@ -246,6 +266,65 @@ static __always_inline const struct ignis_unwind_row *lookup_row(__u32 idx)
 static __always_inline long read_user(void *dst, __u32 size, __u64 addr)
 {
 	return bpf_probe_read_user(dst, size, (const void *)addr);
+}
+
+/* The Python walker's world (bpf/python.bpf.h). */
+static __always_inline __u64 py_fsbase(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(task, thread.fsbase);
+}
+
+/*
+ * The serial of a code object: its py_codes entry's, or a new one, announced to the agent
+ * (the entry is kept only if the announcement is in the ring buffer, so a lost one is retried
+ * on the next sample). 0 when neither worked (counted).
+ */
+static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key)
+{
+	struct ignis_py_code_event ev = {};
+	__u32 g = read_gen(), zero = 0;
+	struct cpu_state *cs;
+	__u64 *found, serial;
+	long err;
+
+	found = bpf_map_lookup_elem(&py_codes, key);
+	if (found)
+		return *found;
+	cs = bpf_map_lookup_elem(&cpu_states, &zero);
+	if (!cs)
+		return 0;
+	/* No other program of ours runs on this CPU meanwhile: a plain increment. */
+	cs->py_serials++;
+	serial = (__u64)(bpf_get_smp_processor_id() & ((1U << IGNIS_PY_SERIAL_CPU_BITS) - 1))
+			 << (37 - IGNIS_PY_SERIAL_CPU_BITS) |
+		 (cs->py_serials & ((1ULL << (37 - IGNIS_PY_SERIAL_CPU_BITS)) - 1));
+	if (!serial)
+		serial = ++cs->py_serials;
+	err = bpf_map_update_elem(&py_codes, key, &serial, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		found = bpf_map_lookup_elem(&py_codes, key);
+		return found ? *found : 0;
+	}
+	if (err) {
+		stat_inc(g, STAT_PY_CODES_LOST);
+		return 0;
+	}
+	ev.type = PROC_EVENT_PY_CODE;
+	ev.tgid = key->tgid;
+	ev.start_time = key->start_time;
+	ev.exec_id = key->exec_id;
+	ev.identity = key->identity;
+	ev.serial = serial;
+	ev.code = key->code;
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0)) {
+		bpf_map_delete_elem(&py_codes, key);
+		stat_inc(g, STAT_PY_CODES_LOST);
+		return 0;
+	}
+	stat_inc(g, STAT_PY_CODES_NEW);
+	return serial;
 }
 
 #endif /* IGNIS_BPF_MAPS_BPF_H */

@@ -102,16 +102,19 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
  * that ran it (bpf/python.bpf.h): IGNIS_USER_IP_PY | lasti << IGNIS_PY_LASTI_SHIFT | serial.
  * serial names the code object: the sampler announced (tgid, image, code object address,
  * identity) under it with a PROC_EVENT_PY_CODE (struct ignis_py_code_event) the first time it
- * met it. lasti is the instruction the frame runs, in 2-byte code units from the start of its
- * bytecode (f_lasti / 2 on 3.8-3.9, f_lasti on 3.10, (prev_instr or instr_ptr) - co_code_adaptive
- * on 3.11+), or IGNIS_PY_LASTI_NONE. Native addresses never have bit 61 set.
+ * met it; 0 when it could not (counted). Serials are made per CPU, without atomics (the
+ * fetching ones need 5.12): the CPU's number in the high IGNIS_PY_SERIAL_CPU_BITS bits, a
+ * count in the others. lasti is the instruction the frame runs, in 2-byte code units from the
+ * start of its bytecode (f_lasti / 2 on 3.8-3.9, f_lasti on 3.10, (prev_instr or instr_ptr) -
+ * co_code_adaptive on 3.11+), or IGNIS_PY_LASTI_NONE. Native addresses never have bit 61 set.
  */
 #ifndef IGNIS_USER_IP_PY
-#define IGNIS_USER_IP_PY      (1ULL << 61)
-#define IGNIS_PY_LASTI_SHIFT  32
-#define IGNIS_PY_LASTI_MASK   0x1fffffffULL
-#define IGNIS_PY_LASTI_NONE   IGNIS_PY_LASTI_MASK
-#define IGNIS_PY_SERIAL_MASK  0xffffffffULL
+#define IGNIS_USER_IP_PY	 (1ULL << 61)
+#define IGNIS_PY_LASTI_SHIFT	 37
+#define IGNIS_PY_LASTI_MASK	 0xffffffULL
+#define IGNIS_PY_LASTI_NONE	 IGNIS_PY_LASTI_MASK
+#define IGNIS_PY_SERIAL_MASK	 ((1ULL << 37) - 1)
+#define IGNIS_PY_SERIAL_CPU_BITS 10 /* CPUs beyond 1024 share serials: the agent refuses */
 #endif
 
 /* sample_key.flags */
@@ -194,10 +197,9 @@ struct ignis_py_code_event {
 	__u32 tgid;
 	__u64 start_time; /* as sample_key.start_time */
 	__u32 exec_id;	  /* as sample_key.exec_id */
-	__u32 serial;	  /* as in the frames: never 0 */
-	__u64 code;	  /* address of the PyCodeObject in the process */
 	__u32 identity;
-	__u32 pad;
+	__u64 serial;	  /* as in the frames: never 0 */
+	__u64 code;	  /* address of the PyCodeObject in the process */
 };
 _Static_assert(sizeof(struct ignis_py_code_event) == 40, "ignis_py_code_event size");
 
@@ -274,7 +276,7 @@ struct ignis_py_proc {
 	__u32 pad;
 	struct ignis_py_layout layout;
 };
-_Static_assert(sizeof(struct ignis_py_proc) == 112, "ignis_py_proc size");
+_Static_assert(sizeof(struct ignis_py_proc) == 104, "ignis_py_proc size");
 
 struct ignis_py_code_key {
 	__u32 tgid;

@@ -240,6 +240,33 @@ static __always_inline int start_exe_only(struct uw_state *uw)
 }
 
 /*
+ * The Python interpreter of the sample's process image, if the agent attached it: copied
+ * into the walk's state, then checked to be this image's (a reused element is seen in the
+ * copy, as for unwind_procs).
+ */
+static __always_inline void start_python(struct uw_python *py, const struct ignis_sample_key *key)
+{
+	struct ignis_py_proc *pp;
+	__u32 tgid = key->tgid;
+
+	py->on = 0;
+	if (!cfg.python)
+		return;
+	pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!pp)
+		return;
+	__builtin_memcpy(py->eval_start, pp->eval_start, sizeof(py->eval_start));
+	__builtin_memcpy(py->eval_end, pp->eval_end, sizeof(py->eval_end));
+	py->tss_data_off = pp->tss_data_off;
+	py->tss_key = pp->tss_key;
+	__builtin_memcpy(&py->l, &pp->layout, sizeof(py->l));
+	barrier();
+	if (pp->tgid != tgid || pp->start_time != key->start_time || pp->exec_id != key->exec_id)
+		return;
+	py->on = 1;
+}
+
+/*
  * Start the table unwinder for this sample when its process has tables (or, before it is
  * published, its executable has): it records the sample itself, and this returns 1.
  * 0: walk with frame pointers instead.
@@ -277,6 +304,7 @@ static __always_inline int start_unwind(struct bpf_perf_event_data *ctx, __u32 g
 	}
 	if (!p)
 		stat_inc(g, STAT_UNWIND_EXE_ONLY);
+	start_python(&uw->py, key);
 	unwind_begin(uw, &cs->stack, g, key);
 	bpf_tail_call(ctx, &progs, IGNIS_PROG_UNWIND);
 	stat_inc(g, STAT_UNWIND_TAIL_CALL);

@@ -58,6 +58,26 @@
 	X(UNWIND_TAIL_CALL, "ignis_unwind_truncated_total", "reason=\"tail_call\"",                \
 	  "unwind_tail_call", "")                                                                  \
 	X(UNWIND_LOST, "ignis_unwind_truncated_total", "reason=\"chain_lost\"", "unwind_lost", "") \
+	/* The Python walker (bpf/python.bpf.h). */                                                \
+	X(PY_SAMPLES, "ignis_python_samples_total", "", "py_samples",                              \
+	  "User stacks with Python frames.")                                                       \
+	X(PY_FRAMES, "ignis_python_frames_total", "", "py_frames",                                 \
+	  "Python frames recorded in user stacks.")                                                \
+	X(PY_READ_FAULT, "ignis_python_walk_stopped_total", "reason=\"read_fault\"",               \
+	  "py_read_fault",                                                                         \
+	  "Python walks that stopped before the outermost Python frame, by reason (native "        \
+	  "frames only from there).")                                                              \
+	X(PY_BAD_CODE, "ignis_python_walk_stopped_total", "reason=\"not_a_code_object\"",          \
+	  "py_bad_code", "")                                                                       \
+	X(PY_NO_THREAD_STATE, "ignis_python_walk_stopped_total", "reason=\"no_thread_state\"",     \
+	  "py_no_tstate", "")                                                                      \
+	X(PY_UNMATCHED, "ignis_python_walk_stopped_total", "reason=\"frames_left\"",               \
+	  "py_unmatched", "")                                                                      \
+	X(PY_CODES_NEW, "ignis_python_code_objects_announced_total", "", "py_codes_new",           \
+	  "Python code objects met for the first time and announced to the agent.")                \
+	X(PY_CODES_LOST, "ignis_python_code_objects_lost_total", "", "py_codes_lost",              \
+	  "Python code objects that could not be announced (ring buffer or map full): their "      \
+	  "frames stay unnamed.")                                                                  \
 	X(UNWIND_EXE_ONLY, "ignis_unwind_executable_only_total", "", "unwind_exe_only",            \
 	  "Samples of processes whose tables were not published yet, unwound with their "          \
 	  "executable's table (from an earlier process of the same file), frame pointers "         \

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * ignis table unwinder: a perf_event program the sampler tail-calls (through `progs`) for a
- * user stack of a process with unwind tables. It unwinds UNWIND_FRAMES_PER_RUN frames per
+ * user stack of a process with unwind tables; in the place of the eval-loop frames of a
+ * Python process it puts the Python frames they run (bpf/python.bpf.h). It unwinds UNWIND_FRAMES_PER_RUN frames per
  * run with the logic of bpf/unwind.bpf.h and tail-calls itself for more, up to
  * IGNIS_MAX_STACK_DEPTH frames; then it stores the stack and counts the sample, as the
  * sampler does for every other sample. Its state is in the CPU's cpu_states entry, which
@@ -24,6 +25,16 @@ __noinline int unwind_find_row(__u32 start, __u32 n, __u32 rel)
 	return find_row(start, n, rel);
 }
 
+/* One step of the Python walk (bpf/python.bpf.h) over this CPU's state. */
+__noinline int unwind_python(__u32 zero)
+{
+	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &zero);
+
+	if (!cs)
+		return PY_STEP_FAILED;
+	return py_step(&cs->uw.py, &cs->stack, cs->uw.gen, &cs->uw.key);
+}
+
 /* Store the unwound user stack and count the sample: the end of every table walk. */
 static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 {
@@ -38,6 +49,12 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 	}
 	cs->stack.flags = flags | STACK_F_TABLES;
 	stat_inc(g, STAT_UNWIND_SAMPLES);
+	if (uw->py.total)
+		stat_inc(g, STAT_PY_SAMPLES);
+	/* A whole native stack with Python frames left: eval frames and Python frames did not
+	 * pair up (a part of the eval loop outside its known ranges). */
+	if (uw->py.on && uw->py.frame && !(flags & STACK_F_TRUNCATED))
+		stat_inc(g, STAT_PY_UNMATCHED);
 	store_stack(g, stacks, &cs->stack, &uw->key.user_stack);
 	record(g, counts, &uw->key);
 }

@@ -37,9 +37,13 @@
 #define barrier_var(var) asm volatile("" : "+r"(var))
 #endif
 
-/* Frames unwound per program run; the unwinder tail-calls itself for more (at most
- * IGNIS_MAX_STACK_DEPTH / UNWIND_FRAMES_PER_RUN + 1 runs, well under the kernel's 33). */
+/* Steps per program run (a native frame, or a Python frame in the place of an eval-loop
+ * frame, or the end of an eval frame's Python frames); the unwinder tail-calls itself for
+ * more: IGNIS_MAX_STACK_DEPTH frames take at most IGNIS_MAX_STACK_DEPTH / 16 + 1 runs, plus
+ * one run per 16 eval frames, under the kernel's 33. */
 #define UNWIND_FRAMES_PER_RUN 16
+
+#include "python.bpf.h"
 
 /* Where the table unwinder is, kept across its tail calls (in struct cpu_state). */
 struct uw_state {
@@ -52,11 +56,16 @@ struct uw_state {
 	__u32 bp_valid; /* 0: rbp is unknown (a row said it was clobbered) */
 	__u32 exact;	/* pc is an interrupted instruction, not a return address */
 	__u32 fp;	/* pc was found through the frame pointer */
+	__u32 leaf;	/* pc is the sampled instruction: no step taken yet */
+	__u32 pending;	/* the frame at pc is not in the stack yet */
+	__u32 python;	/* the frame at pc is an eval frame: its Python frames go in */
+	__u32 pad;
 	/* The mapping of the last frame: consecutive frames are often in one object. */
 	__u64 m_start, m_end; /* m_end 0: none */
 	__u64 m_base;
 	__u32 m_row_start, m_nr_rows;
 	struct ignis_sample_key key;
+	struct uw_python py;
 };
 
 /* What one step of the unwinder concluded. */
@@ -135,7 +144,12 @@ static __always_inline int find_row(__u32 start, __u32 n, __u32 rel)
 #ifdef __bpf__
 int unwind_find_mapping(__u32 start, __u32 n, __u64 pc);
 int unwind_find_row(__u32 start, __u32 n, __u32 rel);
+/* py_step() over this CPU's cpu_states entry (global functions take no map pointers). */
+int unwind_python(__u32 zero);
+#define UNWIND_PYTHON(uw, stack) unwind_python(0)
 #else
+#define UNWIND_PYTHON(uw, stack) py_step(&(uw)->py, (stack), (uw)->gen, &(uw)->key)
+
 static inline int unwind_find_mapping(__u32 start, __u32 n, __u64 pc)
 {
 	return find_mapping(start, n, pc);
@@ -285,7 +299,8 @@ static __always_inline int step(struct uw_state *uw, bool first)
 
 /*
  * Set up a walk from the sample's user registers (uw->pc, sp, bp, set by the caller, as are
- * the process's mappings): the sampled pc is the stack's leaf.
+ * the process's mappings and its Python interpreter, uw->py): the sampled pc is the stack's
+ * leaf, put in by the first run.
  */
 static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack *stack, __u32 g,
 					 const struct ignis_sample_key *key)
@@ -294,39 +309,69 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
 	uw->bp_valid = 1;
 	uw->exact = 0;
 	uw->fp = 0;
+	uw->leaf = 1;
+	uw->pending = 1;
+	uw->python = 0;
+	uw->py.started = 0;
+	uw->py.frame = 0;
+	uw->py.total = 0;
 	uw->key = *key;
-	stack->ips[0] = uw->pc;
-	stack->len = 1;
+	stack->len = 0;
 }
 
 /*
- * One program run: up to UNWIND_FRAMES_PER_RUN frames appended to stack, each caller's pc
- * marked IGNIS_USER_IP_EXACT or IGNIS_USER_IP_FP as uw says. Returns STEP_CONTINUE when a
- * caller remains (the program tail-calls itself for it), or how the walk ended.
+ * One program run: up to UNWIND_FRAMES_PER_RUN steps, each putting in a frame: a native one,
+ * its pc marked IGNIS_USER_IP_EXACT or IGNIS_USER_IP_FP as uw says, or, in the place of a
+ * frame of the Python eval loop, the Python frames it runs (bpf/python.bpf.h). Returns
+ * STEP_CONTINUE when a frame remains (the program tail-calls itself for it), or how the walk
+ * ended.
  */
 static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack *stack)
 {
 	__u32 i, len, slot;
-	int r = STEP_CONTINUE;
+	__u64 pc;
+	int r = STEP_CONTINUE, p;
 
 	for (i = 0; i < UNWIND_FRAMES_PER_RUN; i++) {
+		if (uw->python) {
+			p = UNWIND_PYTHON(uw, stack);
+			if (p == PY_STEP_FRAME)
+				continue;
+			if (p == PY_STEP_DEPTH)
+				return STEP_TRUNCATED;
+			uw->python = 0;
+			if (p == PY_STEP_FAILED)
+				uw->py.on = 0; /* native frames only from here */
+			if (uw->py.emitted)
+				continue;
+			/* No Python frame for this eval frame: it stays as it is. */
+		} else {
+			if (!uw->pending) {
+				r = step(uw, uw->leaf);
+				uw->leaf = 0;
+				if (r != STEP_CONTINUE)
+					break;
+			}
+			uw->pending = 0;
+			pc = uw->leaf || uw->exact ? uw->pc : uw->pc - 1;
+			if (py_in_eval(&uw->py, pc)) {
+				uw->python = 1;
+				uw->py.emitted = 0;
+				continue;
+			}
+		}
 		len = stack->len;
-		r = step(uw, len == 1);
-		if (r != STEP_CONTINUE)
-			break;
-		/* A caller exists: past the last slot, the stack is cut short of it. */
+		/* A frame exists: past the last slot, the stack is cut short of it. */
 		if (len >= IGNIS_MAX_STACK_DEPTH) {
 			stat_inc(uw->gen, STAT_UNWIND_DEPTH);
-			r = STEP_TRUNCATED;
-			break;
+			return STEP_TRUNCATED;
 		}
 		/* The mask bounds the index for the verifier, which may not tie the check above
 		 * to the register the compiler indexes with; the barrier keeps the compiler from
-		 * dropping the mask it knows to be a no-op (len < 127 here; index 127 would
-		 * still lie inside cpu_state). */
+		 * dropping the mask it knows to be a no-op. */
 		slot = len;
 		barrier_var(slot);
-		slot &= 127;
+		slot &= IGNIS_MAX_STACK_DEPTH - 1;
 		stack->ips[slot] = uw->pc | (uw->exact ? IGNIS_USER_IP_EXACT : 0) |
 				   (uw->fp ? IGNIS_USER_IP_FP : 0);
 		stack->len = len + 1;

@@ -192,6 +192,19 @@ static int handle_event(void *ctx, void *data, size_t size)
 	struct sampler *s = ctx;
 	struct proc_event ev;
 
+	if (size >= sizeof(struct ignis_py_code_event) && in->type == PROC_EVENT_PY_CODE) {
+		const struct ignis_py_code_event *pe = data;
+		struct py_code_event pev = {
+			.tgid = pe->tgid,
+			.exec_id = pe->exec_id,
+			.start_time = pe->start_time,
+			.serial = pe->serial,
+			.code = pe->code,
+			.identity = pe->identity,
+		};
+
+		return s->opts.on_py_code ? s->opts.on_py_code(s->opts.ctx, &pev) : 0;
+	}
 	if (size < sizeof(*in) || !s->opts.on_event)
 		return 0;
 	ev = (struct proc_event){
@@ -228,6 +241,7 @@ static int load(struct sampler *s, bool unwind)
 	skel->rodata->cfg.filter_pids = opts->nr_pids > 0;
 	skel->rodata->cfg.mmap_event_gap_ns = opts->mmap_event_gap_ns;
 	skel->rodata->cfg.unwind_tables = unwind;
+	skel->rodata->cfg.python = unwind && opts->python;
 
 	/* The inner-map templates keep max_entries 1: since Linux 5.10 the kernel compares
 	 * only type, key and value sizes and flags of a hash map put in a map-in-map. */
@@ -253,6 +267,12 @@ static int load(struct sampler *s, bool unwind)
 			err = bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_procs);
 		if (!err)
 			err = bpf_map__set_max_entries(skel->maps.unwind_exes, opts->unwind_exes);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.py_procs,
+						       opts->python ? opts->py_procs : 1);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.py_codes,
+						       opts->python ? opts->py_codes : 1);
 		if (err)
 			goto err_size;
 	} else {
@@ -607,6 +627,16 @@ int sampler__unwind_procs_fd(const struct sampler *s)
 int sampler__unwind_exes_fd(const struct sampler *s)
 {
 	return bpf_map__fd(s->skel->maps.unwind_exes);
+}
+
+bool sampler__python(const struct sampler *s)
+{
+	return s->unwinds && s->opts.python;
+}
+
+int sampler__py_procs_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.py_procs);
 }
 
 uint32_t sampler__max_stacks(const struct sampler *s)

@@ -29,6 +29,13 @@ struct sampler;
 
 /* Called for each process event read from the ring buffer; return 0 to continue. */
 typedef int (*sampler_event_fn)(void *ctx, const struct proc_event *ev);
+struct py_code_event;
+/* Called for each Python code object the walker announced; return 0 to continue. */
+typedef int (*sampler_py_code_fn)(void *ctx, const struct py_code_event *ev);
+
+/* The Python walker's maps: attached interpreters, and code objects announced (LRU). */
+#define SAMPLER_PY_PROCESSES 4096
+#define SAMPLER_PY_CODES     (64 * 1024)
 
 struct sampler_opts {
 	unsigned int frequency_hz; /* samples per second per CPU */
@@ -49,7 +56,12 @@ struct sampler_opts {
 	uint32_t unwind_maps;  /* entries of the mapping map (48 bytes each) */
 	uint32_t unwind_procs; /* processes with tables */
 	uint32_t unwind_exes;  /* main executables with tables (56 bytes each) */
+	/* The Python walker (part of the table unwinder: off without it). */
+	bool python;
+	uint32_t py_procs; /* entries of py_procs */
+	uint32_t py_codes; /* entries of py_codes */
 	sampler_event_fn on_event;
+	sampler_py_code_fn on_py_code;
 	void *ctx;
 };
 
@@ -100,6 +112,10 @@ int sampler__unwind_rows_fd(const struct sampler *s);
 int sampler__unwind_maps_fd(const struct sampler *s);
 int sampler__unwind_procs_fd(const struct sampler *s);
 int sampler__unwind_exes_fd(const struct sampler *s);
+/* True when the Python walker is on (the table unwinder loaded and opts.python); then the
+ * descriptor of py_procs. */
+bool sampler__python(const struct sampler *s);
+int sampler__py_procs_fd(const struct sampler *s);
 uint32_t sampler__max_stacks(const struct sampler *s);
 uint32_t sampler__max_samples(const struct sampler *s);
 

@@ -15,7 +15,7 @@
 #include "operate/stats.h"
 
 /* Frames per stack at most, as BPF walks them. */
-#define STACK_MAX_DEPTH 127
+#define STACK_MAX_DEPTH 256
 /* Bytes of a thread or process name, with its NUL (the kernel's TASK_COMM_LEN). */
 #define COMM_LEN 16
 
@@ -70,6 +70,16 @@ struct proc_event {
 	uint32_t exe_dev;    /* device of the executable (the kernel's: major << 20 | minor) */
 	uint64_t exe_inode;  /* inode of the executable, 0 if none */
 	char comm[COMM_LEN]; /* the group leader's name */
+};
+
+/* A Python code object the BPF walker met first (struct ignis_py_code_event). */
+struct py_code_event {
+	uint32_t tgid;
+	uint32_t exec_id;
+	uint64_t start_time;
+	uint64_t serial; /* as the frames carry it */
+	uint64_t code;	 /* address of the code object in the process */
+	uint32_t identity;
 };
 
 /* A stack, trimmed to its frames, leaf first. */

@@ -235,6 +235,11 @@ static int opt_no_kernel(struct agent_config *cfg, const char *arg, char *why, s
 	return option_set_flag(&cfg->kernel_stacks, true, arg, why, len);
 }
 
+static int opt_no_python(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return option_set_flag(&cfg->python, true, arg, why, len);
+}
+
 static int opt_top(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	uint64_t v;
@@ -460,6 +465,9 @@ static const struct option_desc agent_options[] = {
 	  opt_pid },
 	{ "no-kernel", 0, NULL, "record user stacks only (kernel threads are not profiled)", NULL,
 	  OPT_FLAG, NULL, opt_no_kernel },
+	{ "no-python", 0, NULL,
+	  "show Python processes as native code only (no Python frames from their interpreter)",
+	  NULL, OPT_FLAG, NULL, opt_no_python },
 	{ "top", 0, "N", "after each window print the N hottest functions", "0", 0, NULL, opt_top },
 	{ "log-level", 0, "LEVEL", "error, warn, info or debug", "info", 0, NULL, opt_log_level },
 	{ "event", 0, "EVENT", "cpu-clock (software, works everywhere) or cycles (hardware)",
@@ -525,6 +533,7 @@ static void agent_init(struct agent_config *cfg)
 	cfg->output_max_bytes = 256ULL << 20;
 	cfg->output_max_age_sec = 72 * 3600;
 	cfg->kernel_stacks = true;
+	cfg->python = true;
 	cfg->log_level = LOG_LEVEL_INFO;
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
 	cfg->unwind = SAMPLER_UNWIND_AUTO;

@@ -17,7 +17,8 @@
  *         drained generation's counter of the same id; CYCLE, counted by the window cycle
  *         itself; WIN(f), a field of struct window_stats; PROC(f) of struct proctab_stats;
  *         SYM(f) of struct symbolizer_stats; UNW(f) of struct unwinder_stats; SRV(f) of
- *         struct server_sink_stats; AGENT(f), a figure of the agent's wiring
+ *         struct server_sink_stats; PY(f) of struct python_stats; AGENT(f), a figure of
+ *         the agent's wiring
  * metric  the Prometheus family (https://prometheus.io/docs/instrumenting/writing_exporters/:
  *         ignis_ prefix, base units, _total for counters)
  * label   the row's label pair within its family, or ""
@@ -150,6 +151,39 @@
 	X(UNWIND_EXECUTABLES, GAUGE, UNW(executables), "ignis_unwind_executables", "",	\
 	  NULL, "Main executables whose table applies to a process before it is "	\
 	  "published.")									\
+	/* Python processes and code objects (agent/python/). */			\
+	X(PY_ATTACHED_TOTAL, TOTAL, PY(results[PY_ATTACH_OK]),				\
+	  "ignis_python_processes_total", "result=\"attached\"", NULL,			\
+	  "Process images running CPython, by the result of attaching (attached: Python "	\
+	  "frames; any other: native frames only).")					\
+	X(PY_NOT_READY, TOTAL, PY(results[PY_ATTACH_NOT_READY]),			\
+	  "ignis_python_processes_total", "result=\"not_ready\"", NULL, "")		\
+	X(PY_UNSUPPORTED, TOTAL, PY(results[PY_ATTACH_UNSUPPORTED]),			\
+	  "ignis_python_processes_total", "result=\"unsupported_version\"", NULL, "")	\
+	X(PY_FREE_THREADED, TOTAL, PY(results[PY_ATTACH_FREE_THREADED]),		\
+	  "ignis_python_processes_total", "result=\"free_threaded\"", NULL, "")		\
+	X(PY_LAYOUT_MISMATCH, TOTAL, PY(results[PY_ATTACH_LAYOUT_MISMATCH]),		\
+	  "ignis_python_processes_total", "result=\"layout_mismatch\"", NULL, "")	\
+	X(PY_TLS_UNSUPPORTED, TOTAL, PY(results[PY_ATTACH_TLS_UNSUPPORTED]),		\
+	  "ignis_python_processes_total", "result=\"tls_unsupported\"", NULL, "")	\
+	X(PY_ATTACH_FAULT, TOTAL, PY(results[PY_ATTACH_READ_FAULT]),			\
+	  "ignis_python_processes_total", "result=\"read_fault\"", NULL, "")		\
+	X(PY_PROCESSES, GAUGE, PY(attached), "ignis_python_processes", "", NULL,	\
+	  "Python processes attached now.")						\
+	X(PY_CODE_READ, TOTAL, PY(code.read), "ignis_python_code_reads_total",		\
+	  "result=\"read\"", NULL,							\
+	  "Code objects read from a process's memory, by result (stale: freed and its "	\
+	  "address reused before it was read; no name).")				\
+	X(PY_CODE_STALE, TOTAL, PY(code.stale), "ignis_python_code_reads_total",	\
+	  "result=\"stale\"", NULL, "")							\
+	X(PY_CODE_FAULT, TOTAL, PY(code.faults), "ignis_python_code_reads_total",	\
+	  "result=\"fault\"", NULL, "")							\
+	X(PY_CODE_MALFORMED, TOTAL, PY(code.malformed), "ignis_python_code_reads_total",	\
+	  "result=\"malformed\"", NULL, "")						\
+	X(PY_CODE_UNKNOWN, TOTAL, PY(code_unknown), "ignis_python_code_reads_total",	\
+	  "result=\"process_unknown\"", NULL, "")					\
+	X(PY_CODE_BYTES, GAUGE, PY(code.bytes), "ignis_python_code_cache_bytes", "",	\
+	  NULL, "Memory of the code objects held (names, line tables), bytes.")		\
 	/* Shipping to a server (sink_server.c and the uploader). */			\
 	X(PROFILES_SENT, TOTAL, SRV(upload.sent), "ignis_profiles_sent_total", "", NULL,	\
 	  "Profiles accepted by the server.")						\

@@ -22,6 +22,7 @@
 #include "pylayout.h"
 
 struct proc_image;
+struct symbolizer;
 
 /* Why a process is not attached: one counter each (ignis_python_processes_total{result}). */
 enum py_attach_result {
@@ -54,11 +55,11 @@ struct py_interp {
 };
 
 /*
- * Attach to the process image img (its captured mappings), reading its memory as pid (the
- * host's pid of it). Returns PY_ATTACH_OK with *out filled, or why not; *detail (may be
- * NULL) gets a static text saying more for the log.
+ * Attach to the process image img (its captured mappings, whose objects s parses), reading
+ * its memory as pid (the host's pid of it). Returns PY_ATTACH_OK with *out filled, or why
+ * not; *detail (may be NULL) gets a static text saying more for the log.
  */
-enum py_attach_result py_attach(pid_t pid, const struct proc_image *img, struct py_interp *out,
-				const char **detail);
+enum py_attach_result py_attach(pid_t pid, const struct proc_image *img, struct symbolizer *s,
+				struct py_interp *out, const char **detail);
 
 #endif /* IGNIS_PYATTACH_H */

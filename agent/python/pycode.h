@@ -44,12 +44,13 @@ void pycode_cache__free(struct pycode_cache *c);
 /*
  * Read the code object at address code of process pid (a process image known by its
  * (tgid, start_time, exec_id)) as the walker met it (identity), and remember it under
- * serial. Returns 0 (read, or shared with an earlier serial), -ESTALE (identity mismatch),
+ * serial (IGNIS_PY_SERIAL_MASK bits). code_type is the runtime address of the process's
+ * PyCode_Type, which the object's ob_type must be. Returns 0 (read, or shared with an earlier serial), -ESTALE (identity mismatch),
  * -EFAULT/-ESRCH (unreadable), -EINVAL (malformed), -ENOSPC (over the budget), -ENOMEM.
  */
 int pycode_cache__add(struct pycode_cache *c, pid_t pid, uint32_t tgid, uint64_t start_time,
 		      uint32_t exec_id, const struct py_layout *layout, uint32_t version_hex,
-		      uint32_t serial, uint64_t code, uint32_t identity);
+		      uint64_t code_type, uint64_t serial, uint64_t code, uint32_t identity);
 
 /*
  * The frame for serial at instruction lasti (code units; IGNIS_PY_LASTI_NONE: unknown) of
@@ -57,7 +58,7 @@ int pycode_cache__add(struct pycode_cache *c, pid_t pid, uint32_t tgid, uint64_t
  * could not be read.
  */
 bool pycode_cache__frame(struct pycode_cache *c, uint32_t tgid, uint64_t start_time,
-			 uint32_t exec_id, uint32_t serial, uint32_t lasti,
+			 uint32_t exec_id, uint64_t serial, uint32_t lasti,
 			 struct pycode_frame *out);
 
 /* Forget an image's code objects (after the window in which it exited was drained). */

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+#include <bpf/bpf.h>
+
+#include "../../bpf/profiler.h"
+#include "collect/proctab.h"
+#include "collect/samples.h"
+#include "operate/log.h"
+#include "python.h"
+
+/* Attach again while an interpreter starts: every 20 ms for a second, then every 250 ms,
+ * until 10 s after the image was first seen. */
+#define RETRY_FAST_NS	 (20 * NSEC_PER_MSEC)
+#define RETRY_SLOW_NS	 (250 * NSEC_PER_MSEC)
+#define RETRY_FAST_UNTIL (1 * NSEC_PER_SEC)
+#define RETRY_UNTIL	 (10 * NSEC_PER_SEC)
+
+_Static_assert(PY_LASTI_KIND_INT_BYTES == PY_LASTI_INT_BYTES &&
+		       PY_LASTI_KIND_INT_UNITS == PY_LASTI_INT_UNITS &&
+		       PY_LASTI_KIND_PTR == PY_LASTI_PTR,
+	       "lasti kinds of pylayout.h and bpf/profiler.h");
+_Static_assert(PY_ENTRY_KIND_EVAL == PY_ENTRY_EVAL && PY_ENTRY_KIND_FLAG == PY_ENTRY_FLAG &&
+		       PY_ENTRY_KIND_OWNER == PY_ENTRY_OWNER,
+	       "entry kinds of pylayout.h and bpf/profiler.h");
+_Static_assert(PY_FIELD_NONE == IGNIS_PY_NONE, "the absent field of pylayout.h");
+
+enum py_state {
+	PY_PENDING,   /* not ready yet: attach again at next_ns */
+	PY_ATTACHED,  /* in py_procs */
+	PY_REFUSED,   /* not Python, or not supported: native frames only */
+	PY_GONE,      /* exited or exec'd: forgotten after gone_window is drained */
+};
+
+struct py_image {
+	struct proc_id id; /* the key */
+	enum py_state state;
+	enum py_attach_result last; /* the last attempt's result */
+	uint64_t first_ns;	    /* CLOCK_MONOTONIC when first seen */
+	uint64_t next_ns;	    /* PY_PENDING: the next attempt */
+	uint64_t gone_window;
+	uint32_t attempts;
+	bool counted; /* its final result is in stats.results */
+	struct py_interp interp;
+};
+
+struct python {
+	struct python_opts opts;
+	struct hashmap images; /* &py_image.id -> struct py_image */
+	struct pycode_cache *codes;
+	struct python_stats stats;
+};
+
+static uint64_t hash_id(const void *k)
+{
+	const struct proc_id *id = k;
+
+	return hash_u64(id->tgid ^ ((uint64_t)id->exec_id << 32) ^ hash_u64(id->start_time));
+}
+
+static bool equal_id(const void *a, const void *b)
+{
+	const struct proc_id *x = a, *y = b;
+
+	return x->tgid == y->tgid && x->exec_id == y->exec_id && x->start_time == y->start_time;
+}
+
+struct python *python__new(const struct python_opts *opts)
+{
+	struct python *py = calloc(1, sizeof(*py));
+
+	if (!py)
+		return NULL;
+	py->opts = *opts;
+	hashmap__init(&py->images, hash_id, equal_id);
+	py->codes = pycode_cache__new(opts->max_code_bytes);
+	if (!py->codes) {
+		free(py);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return py;
+}
+
+void python__free(struct python *py)
+{
+	struct hashmap_entry *e;
+
+	if (!py)
+		return;
+	hashmap__for_each(&py->images, e)
+		free(e->value);
+	hashmap__fini(&py->images);
+	pycode_cache__free(py->codes);
+	free(py);
+}
+
+void python_bpf_proc(const struct proc_id *id, const struct py_interp *in,
+		     struct ignis_py_proc *out)
+{
+	const struct py_layout *l = &in->layout;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->tgid = id->tgid;
+	out->start_time = id->start_time;
+	out->exec_id = id->exec_id;
+	for (i = 0; i < IGNIS_PY_EVAL_RANGES; i++) {
+		out->eval_start[i] = in->eval_start[i];
+		out->eval_end[i] = in->eval_end[i];
+	}
+	out->tss_data_off = in->tss_data_off;
+	out->tss_key = in->tss_key;
+	out->version = in->version_hex;
+	out->layout.tstate_frame = l->tstate_frame;
+	out->layout.cframe_frame = l->cframe_frame;
+	out->layout.frame_previous = l->frame_previous;
+	out->layout.frame_code = l->frame_code;
+	out->layout.frame_lasti = l->frame_lasti;
+	out->layout.frame_entry = l->frame_entry;
+	out->layout.code_name = l->code_qualname != PY_FIELD_NONE ? l->code_qualname : l->code_name;
+	out->layout.code_firstlineno = l->code_firstlineno;
+	out->layout.code_code = l->code_code;
+	out->layout.unicode_length = l->unicode_length;
+	out->layout.unicode_data = l->unicode_ascii_data;
+	out->layout.lasti_kind = (__u8)l->lasti_kind;
+	out->layout.entry_kind = (__u8)l->entry_kind;
+	out->layout.owner_cstack = l->owner_cstack;
+	out->layout.code_type = in->code_type;
+}
+
+/* The walker reads fixed windows of frames, code objects and names: a layout whose fields lie
+ * outside them is refused rather than read wrong. */
+static bool fits_walker(const struct py_layout *l)
+{
+	uint16_t frame[] = { l->frame_previous, l->frame_code, l->frame_lasti };
+	uint16_t code[] = { l->code_firstlineno,
+			    l->code_qualname != PY_FIELD_NONE ? l->code_qualname : l->code_name };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(frame); i++)
+		if (frame[i] > IGNIS_PY_FRAME_READ - 8)
+			return false;
+	if (l->frame_entry != PY_FIELD_NONE && l->frame_entry >= IGNIS_PY_FRAME_READ)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(code); i++)
+		if (code[i] > IGNIS_PY_CODE_READ - 8)
+			return false;
+	return l->unicode_ascii_data < 64 && l->unicode_length <= l->unicode_ascii_data - 8;
+}
+
+static void count_final(struct python *py, struct py_image *pi)
+{
+	if (pi->counted)
+		return;
+	pi->counted = true;
+	py->stats.results[pi->last]++;
+	if (pi->last != PY_ATTACH_NOT_PYTHON)
+		py->stats.seen++;
+}
+
+static void try_attach(struct python *py, struct py_image *pi, const struct proc_image *img)
+{
+	struct ignis_py_proc v;
+	const char *detail = NULL;
+	uint64_t now = now_mono_ns();
+	enum py_attach_result r;
+
+	if (pi->attempts++)
+		py->stats.retries++;
+	r = py_attach((pid_t)pi->id.tgid, img, py->opts.symbolizer, &pi->interp, &detail);
+	if (r == PY_ATTACH_OK && !fits_walker(&pi->interp.layout)) {
+		r = PY_ATTACH_LAYOUT_MISMATCH;
+		detail = "a field lies beyond what the walker reads";
+	}
+	pi->last = r;
+	if (r == PY_ATTACH_NOT_READY && now - pi->first_ns < RETRY_UNTIL) {
+		pi->state = PY_PENDING;
+		pi->next_ns = now + (now - pi->first_ns < RETRY_FAST_UNTIL ? RETRY_FAST_NS :
+										RETRY_SLOW_NS);
+		return;
+	}
+	if (r != PY_ATTACH_OK) {
+		pi->state = PY_REFUSED;
+		count_final(py, pi);
+		if (r != PY_ATTACH_NOT_PYTHON)
+			pr_info("pid %u (%s): Python frames off, native frames only: %s%s%s",
+				img->id.tgid, img->comm, py_attach_result_name(r),
+				detail ? ": " : "", detail ? detail : "");
+		return;
+	}
+	python_bpf_proc(&pi->id, &pi->interp, &v);
+	if (bpf_map_update_elem(py->opts.procs_fd, &pi->id.tgid, &v, BPF_ANY)) {
+		py->stats.publish_errors++;
+		pr_debug("pid %u: cannot publish its Python interpreter: %s", img->id.tgid,
+			 strerror(errno));
+		pi->state = PY_REFUSED;
+		return;
+	}
+	pi->state = PY_ATTACHED;
+	py->stats.attached++;
+	count_final(py, pi);
+	pr_debug("pid %u (%s): Python %x.%x attached (%s; %u threads, %u frames checked)",
+		 img->id.tgid, img->comm, pi->interp.version_hex >> 24,
+		 (pi->interp.version_hex >> 16) & 0xff, pi->interp.object ? pi->interp.object : "",
+		 pi->interp.threads, pi->interp.frames_checked);
+}
+
+static bool maps_libpython(const struct proc_image *img)
+{
+	size_t i;
+
+	for (i = 0; i < img->nr_maps; i++)
+		if (img->maps[i].name && strstr(img->maps[i].name, "libpython"))
+			return true;
+	return false;
+}
+
+void python__captured(struct python *py, const struct proc_image *img)
+{
+	struct py_image *pi = hashmap__find(&py->images, &img->id);
+
+	if (!pi) {
+		pi = calloc(1, sizeof(*pi));
+		if (!pi)
+			return;
+		pi->id = img->id;
+		pi->first_ns = now_mono_ns();
+		if (hashmap__insert(&py->images, &pi->id, pi)) {
+			free(pi);
+			return;
+		}
+	} else if (pi->state == PY_ATTACHED || pi->state == PY_GONE ||
+		   (pi->state == PY_REFUSED &&
+		    (pi->last != PY_ATTACH_NOT_PYTHON || !maps_libpython(img)))) {
+		/* Refused for good, unless a libpython was loaded since (an embedder). */
+		return;
+	}
+	try_attach(py, pi, img);
+}
+
+static void unpublish(struct python *py, struct py_image *pi)
+{
+	struct ignis_py_proc v;
+
+	/* Only this image's entry: a new image of the tgid may be published already. */
+	if (!bpf_map_lookup_elem(py->opts.procs_fd, &pi->id.tgid, &v) &&
+	    v.start_time == pi->id.start_time && v.exec_id == pi->id.exec_id)
+		bpf_map_delete_elem(py->opts.procs_fd, &pi->id.tgid);
+	if (pi->state == PY_ATTACHED && py->stats.attached)
+		py->stats.attached--;
+}
+
+void python__gone(struct python *py, uint32_t tgid, uint64_t start_time,
+		  const uint32_t *keep_exec_id, uint64_t window)
+{
+	struct hashmap_entry *e;
+
+	hashmap__for_each(&py->images, e) {
+		struct py_image *pi = e->value;
+
+		if (pi->id.tgid != tgid || pi->id.start_time != start_time ||
+		    pi->state == PY_GONE || (keep_exec_id && pi->id.exec_id == *keep_exec_id))
+			continue;
+		unpublish(py, pi);
+		if (pi->state == PY_PENDING)
+			count_final(py, pi);
+		pi->state = PY_GONE;
+		pi->gone_window = window;
+	}
+}
+
+int python__code_event(struct python *py, const struct py_code_event *ev)
+{
+	struct proc_id id = { .tgid = ev->tgid, .exec_id = ev->exec_id,
+			      .start_time = ev->start_time };
+	struct py_image *pi = hashmap__find(&py->images, &id);
+	int err;
+
+	py->stats.code_events++;
+	if (!pi || pi->state != PY_ATTACHED) {
+		py->stats.code_unknown++;
+		return 0;
+	}
+	err = pycode_cache__add(py->codes, (pid_t)ev->tgid, ev->tgid, ev->start_time,
+				ev->exec_id, &pi->interp.layout, pi->interp.version_hex,
+				pi->interp.code_type, ev->serial, ev->code, ev->identity);
+	if (err && err != -ESTALE && err != -ESRCH && err != -EFAULT)
+		pr_debug("pid %u: Python code object %#llx: %s", ev->tgid,
+			 (unsigned long long)ev->code, strerror(-err));
+	return 0;
+}
+
+int python__poll(struct python *py)
+{
+	struct hashmap_entry *e;
+	uint64_t now = now_mono_ns(), next = UINT64_MAX;
+	struct py_image *pi;
+
+	/* The proctab holds the image (its mappings as last captured). */
+	hashmap__for_each(&py->images, e) {
+		pi = e->value;
+		if (pi->state != PY_PENDING)
+			continue;
+		if (pi->next_ns <= now) {
+			const struct proc_image *img = proctab__find(py->opts.proctab, &pi->id);
+
+			if (!img) {
+				pi->state = PY_REFUSED;
+				count_final(py, pi);
+				continue;
+			}
+			try_attach(py, pi, img);
+			if (pi->state != PY_PENDING)
+				continue;
+		}
+		if (pi->next_ns < next)
+			next = pi->next_ns;
+	}
+	if (next == UINT64_MAX)
+		return -1;
+	return next <= now ? 0 : (int)((next - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+}
+
+void python__release(struct python *py, uint64_t drained)
+{
+	struct hashmap_entry *e;
+	struct py_image *gone[64];
+	size_t n, i;
+
+	/* Images the process table let go of without our seeing an exit (the event was lost:
+	 * its rescan found them gone) go now. */
+	hashmap__for_each(&py->images, e) {
+		struct py_image *pi = e->value;
+
+		if (pi->state != PY_GONE && !proctab__find(py->opts.proctab, &pi->id)) {
+			unpublish(py, pi);
+			if (pi->state == PY_PENDING)
+				count_final(py, pi);
+			pi->state = PY_GONE;
+			pi->gone_window = drained;
+		}
+	}
+	do {
+		n = 0;
+		hashmap__for_each(&py->images, e) {
+			struct py_image *pi = e->value;
+
+			if (pi->state == PY_GONE && pi->gone_window <= drained &&
+			    n < ARRAY_SIZE(gone))
+				gone[n++] = pi;
+		}
+		for (i = 0; i < n; i++) {
+			pycode_cache__forget(py->codes, gone[i]->id.tgid, gone[i]->id.start_time,
+					     gone[i]->id.exec_id);
+			hashmap__delete(&py->images, &gone[i]->id);
+			free(gone[i]);
+		}
+	} while (n == ARRAY_SIZE(gone));
+}
+
+bool python__frame(struct python *py, const struct proc_image *img, uint64_t serial,
+		   uint32_t lasti, struct pycode_frame *out)
+{
+	return pycode_cache__frame(py->codes, img->id.tgid, img->id.start_time, img->id.exec_id,
+				   serial, lasti, out);
+}
+
+void python__stats(const struct python *py, struct python_stats *stats)
+{
+	*stats = py->stats;
+	pycode_cache__stats(py->codes, &stats->code);
+}

@@ -32,6 +32,7 @@ import time
 import urllib.request
 
 from harness import Agent, check, go_traces, pprof_json, spawn, tmpdir, wait_exit
+from test_operate import free_port, get, metric
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.normpath(os.path.join(HERE, "..", "workloads", "python"))
@@ -165,16 +166,22 @@ def run_json(proc, timeout=120):
 
 def versions_run():
     """hot.py under every interpreter (1.5 s of CPU each) and interleave.py (pyenv 3.12),
-    all at once under one agent."""
-    agent = Agent(interval=3).wait_ready()
+    all at once, under the agent with its defaults and, beside it, one with --no-python."""
+    port = free_port()
+    agent = Agent("--metrics-address", f"127.0.0.1:{port}", interval=3).wait_ready()
+    off = Agent("--no-python", interval=3).wait_ready()
     time.sleep(1.0)
     procs = {label: spawn([python, script("hot.py"), "1.5"]) for label, python in interpreters()}
     procs["interleave"] = spawn([pyenv_python("3.12.1")[1], script("interleave.py"), "2"])
     results = {label: dict(run_json(p), pid=p.pid) for label, p in procs.items()}
+    status, metrics = get(f"http://127.0.0.1:{port}/metrics")
+    check(status == 200, f"/metrics: {status}")
     profiles, paths = finish(agent)
+    off_profiles, _ = finish(off, settle=0)
     pid = results["3.12.1"]["pid"]
     traces = [t for path in paths for _, _, t in go_traces(path, "-tagfocus", f"pid={pid}")]
-    return {"profiles": profiles, "results": results, "traces": traces, "log": agent.stderr()}
+    return {"profiles": profiles, "results": results, "traces": traces, "log": agent.stderr(),
+            "metrics": metrics, "off": off_profiles}
 
 
 class Container:
@@ -338,6 +345,31 @@ def test_each_version_hot_function_and_callers_in_order():
     chain = ["hot", "work", "main", "<module>"]
     check(any([x for x in t if x in chain] == chain for t in run["traces"]),
           f"go tool pprof, 3.12: {run['traces'][:3]}")
+
+
+def test_no_python_switch_leaves_the_native_frames_and_counters_count():
+    """Beside the default agent, one with --no-python profiled the same processes: their
+    samples have no Python frame, and the eval loop is there as the native
+    _PyEval_EvalFrameDefault (named from libpython's symbols or Debian's .dynsym). The
+    default agent's counters say it attached every one of them (and walked Python frames)."""
+    run = shared("versions", versions_run)
+    problems = []
+    for label, result in run["results"].items():
+        stacks = samples_of(run["off"], pid=result["pid"])
+        total = sum(c for _, c in stacks)
+        with_py = sum(c for f, c in stacks if py_names(f))
+        with_eval = sum(c for f, c in stacks if any(EVAL.match(x) for x in names(f)))
+        if total < 50 or with_py or with_eval < 0.5 * total:
+            problems.append(f"{label} under --no-python: {total} samples, {with_py} with "
+                            f"Python frames, {with_eval} with _PyEval_EvalFrameDefault; "
+                            f"{worst(stacks, 3)}")
+    check(not problems, "\n".join(problems))
+    attached = metric(run["metrics"], 'ignis_python_processes_total{result="attached"}')
+    check(attached is not None and attached >= len(run["results"]),
+          f"ignis_python_processes_total{{result=\"attached\"}} is {attached}, "
+          f"{len(run['results'])} Python processes ran")
+    frames = metric(run["metrics"], "ignis_python_frames_total")
+    check(frames and frames > 0, f"ignis_python_frames_total is {frames}")
 
 
 # ---- Python -> C -> Python -------------------------------------------------------------------
@@ -506,13 +538,6 @@ def test_python_in_a_private_mount_namespace_and_root():
 
 
 # ---- Flask -------------------------------------------------------------------------------------
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def get_json(url, timeout=10):
     with urllib.request.urlopen(url, timeout=timeout) as r:

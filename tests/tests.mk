@@ -207,6 +207,34 @@ $(FIXTURE_DIR)/unwind-nocfi: $(FIXTURE_DIR)/unwind-debugframe
 	$(call msg,STRIP,$@)
 	$(Q)strip --strip-debug -o $@ $<
 
+# Python line tables (tests/unit/test_linetable.c): every code object of tests/data/src/pylines.py
+# as each CPython under test compiles it, with the lines its own decoders give
+# (tests/tools/dump_linetables.py); and the interpreters themselves, one "version path" line
+# each, for the tests that run a child Python (tests/unit/test_pycode.c). pyenv's builds
+# (shared libpython, PIE) and Debian's /usr/bin/python3.11 (static, non-PIE, stripped).
+PYENV ?= pyenv
+PY_VERSIONS := 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0
+PY_SYSTEM := /usr/bin/python3.11
+PY_FIXTURES := $(PY_VERSIONS:%=$(FIXTURE_DIR)/pylines-%.txt) $(FIXTURE_DIR)/pylines-system.txt \
+	       $(FIXTURE_DIR)/pythons.txt
+
+$(FIXTURE_DIR)/pylines-system.txt: tests/tools/dump_linetables.py tests/data/src/pylines.py
+	$(call msg,PYDUMP,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(PY_SYSTEM) $^ > $@.tmp && mv $@.tmp $@
+
+$(FIXTURE_DIR)/pylines-%.txt: tests/tools/dump_linetables.py tests/data/src/pylines.py
+	$(call msg,PYDUMP,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)py=$$($(PYENV) prefix $*)/bin/python3 && $$py $^ > $@.tmp && mv $@.tmp $@
+
+$(FIXTURE_DIR)/pythons.txt:
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)for v in $(PY_VERSIONS); do \
+		echo "$$v $$($(PYENV) prefix $$v)/bin/python3" || exit 1; done > $@.tmp
+	$(Q)echo "system $(PY_SYSTEM)" >> $@.tmp && mv $@.tmp $@
+
 # Addresses and sizes of every defined symbol, and the build ID, from binutils.
 $(FIXTURE_DIR)/%.nm: $(FIXTURE_DIR)/%
 	$(Q)nm -S --defined-only $< > $@ 2>/dev/null || true
@@ -252,13 +280,15 @@ CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
 UNIT_CFLAGS := -Wno-missing-prototypes -Wno-strict-prototypes \
 	       -DFIXTURE_DIR='"$(abspath $(FIXTURE_DIR))"' -DFIXTURE_SRC='"$(abspath tests/data/src)"'
 
-$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
+$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS) \
+		       $(PY_FIXTURES)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(UNIT_CFLAGS) -o $@ $< \
 		$(addprefix $(BUILD)/,$(unit_deps_$*)) $(CMOCKA_LIBS) $(LDLIBS_ALL)
 
-$(BUILD)/san/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS)
+$(BUILD)/san/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(FIXTURES) $(FIXTURE_LISTINGS) \
+			   $(PY_FIXTURES)
 	$(call msg,LINK-SAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(UNIT_CFLAGS) -o $@ $< \

@@ -37,6 +37,11 @@ _Static_assert(SAMPLE_KTHREAD == SAMPLE_F_KTHREAD && SAMPLE_USTACK_ERR == SAMPLE
 _Static_assert(STACK_COMPLETE == STACK_F_COMPLETE && STACK_TRUNCATED == STACK_F_TRUNCATED &&
 		       STACK_TABLES == STACK_F_TABLES,
 	       "stack flags of samples.h and bpf/profiler.h");
+_Static_assert(FRAME_PY == IGNIS_USER_IP_PY && FRAME_PY_LASTI_SHIFT == IGNIS_PY_LASTI_SHIFT &&
+		       FRAME_PY_LASTI_MASK == IGNIS_PY_LASTI_MASK &&
+		       FRAME_PY_LASTI_NONE == IGNIS_PY_LASTI_NONE &&
+		       FRAME_PY_SERIAL_MASK == IGNIS_PY_SERIAL_MASK,
+	       "Python frame marks of samples.h and bpf/profiler.h");
 _Static_assert(FRAME_EXACT == IGNIS_USER_IP_EXACT && FRAME_BY_FP == IGNIS_USER_IP_FP,
 	       "frame marks of samples.h and bpf/profiler.h");
 _Static_assert(STACK_MAX_DEPTH == IGNIS_MAX_STACK_DEPTH && COMM_LEN == IGNIS_COMM_LEN,

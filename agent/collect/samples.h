@@ -52,6 +52,15 @@ struct drained_sample {
 /* Marks in a user frame of a table-unwound stack (user addresses end below 2^47). */
 #define FRAME_EXACT (1ULL << 63) /* an exact pc (a signal's), not a return address */
 #define FRAME_BY_FP (1ULL << 62) /* reached through the frame pointer of the frame before */
+/* A Python frame in the place of the eval-loop frame that ran it, no address:
+ * FRAME_PY | lasti << FRAME_PY_LASTI_SHIFT | serial. serial names a code object the sampler
+ * announced (agent/python/pycode.h), never 0; lasti is its instruction in 2-byte code units,
+ * FRAME_PY_LASTI_NONE when unknown. Bits 62 and 63 keep their meaning on such a frame. */
+#define FRAME_PY	     (1ULL << 61)
+#define FRAME_PY_LASTI_SHIFT 37
+#define FRAME_PY_LASTI_MASK  0xffffffULL
+#define FRAME_PY_LASTI_NONE  FRAME_PY_LASTI_MASK
+#define FRAME_PY_SERIAL_MASK ((1ULL << 37) - 1)
 
 /* proc_event.type */
 enum proc_event_type {

@@ -61,6 +61,12 @@
 	  "Addresses in a mapping that no symbol covers, per distinct stack.")		\
 	X(KERNEL_UNNAMED, SUM, WIN(kernel_unnamed), "ignis_frames_kernel_unnamed_total",	\
 	  "", "kernel_unnamed", "Kernel addresses no kallsyms symbol covers.")		\
+	X(PY_NAMED, SUM, WIN(python_frames), "ignis_python_frames_symbolized_total",	\
+	  "result=\"named\"", "py_named",						\
+	  "Python frames symbolized, named or [unnamed Python frame], per distinct "	\
+	  "stack.")									\
+	X(PY_UNNAMED, SUM, WIN(python_unnamed), "ignis_python_frames_symbolized_total",	\
+	  "result=\"unnamed\"", "py_unnamed", "")					\
 	X(SYMBOLIZE_ERRORS, SUM, WIN(symbolize_errors),					\
 	  "ignis_frames_symbolize_errors_total", "", "symbolize_errors",		\
 	  "Frames of objects whose symbols could not be read.")				\

@@ -32,8 +32,12 @@ struct function_key {
 	int64_t name, system_name, filename, start_line;
 };
 
+/* A location without a mapping (a placeholder, an interpreter's frame) has no address that
+ * means anything alone: its first Line (function, line) is part of its identity. */
 struct location_key {
 	uint64_t mapping_id, address, tag;
+	uint64_t function_id;
+	int64_t line;
 };
 
 struct blob_key {
@@ -377,9 +381,19 @@ int64_t profile__function(struct profile *p, const char *name, const char *syste
 uint64_t profile__find_location(const struct profile *p, uint64_t mapping_id, uint64_t address,
 				uint64_t tag)
 {
-	struct location_key key = { mapping_id, address, tag };
+	struct location_key key = { mapping_id, address, tag, 0, 0 };
 
 	return (uintptr_t)hashmap__find(&p->location_index, &key);
+}
+
+static void location_key_of(struct location_key *k, uint64_t mapping_id, uint64_t address,
+			    uint64_t tag, const struct profile_line *lines, uint32_t nr_lines)
+{
+	*k = (struct location_key){ mapping_id, address, tag, 0, 0 };
+	if (!mapping_id && nr_lines) {
+		k->function_id = lines[0].function_id;
+		k->line = lines[0].line;
+	}
 }
 
 /* What DWARF gave a mapping's locations: inline frames, line numbers, file names. */
@@ -403,12 +417,13 @@ static void note_resolution(struct profile *p, struct profile_mapping *m,
 int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t address,
 			      uint64_t tag, const struct profile_line *lines, uint32_t nr_lines)
 {
-	struct location_key *k;
+	struct location_key key, *k;
 	struct profile_location *loc;
 	uint64_t found;
 	int err;
 
-	found = profile__find_location(p, mapping_id, address, tag);
+	location_key_of(&key, mapping_id, address, tag, lines, nr_lines);
+	found = (uintptr_t)hashmap__find(&p->location_index, &key);
 	if (found)
 		return (int64_t)found;
 	if (p->nr_locations >= p->opts.max_locations)
@@ -423,9 +438,7 @@ int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t a
 	k = err ? NULL : arena_alloc(p, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	k->mapping_id = mapping_id;
-	k->address = address;
-	k->tag = tag;
+	*k = key;
 	err = hashmap__insert(&p->location_index, k, (void *)(uintptr_t)(p->nr_locations + 1));
 	if (err)
 		return err;
@@ -452,6 +465,7 @@ const char *location_tag_name(enum location_tag tag)
 		[TAG_TRUNCATED] = "[truncated]",
 		[TAG_UNKNOWN] = "[unknown]",
 		[TAG_OTHER] = "[other stacks]",
+		[TAG_PYTHON_UNNAMED] = "[unnamed Python frame]",
 	};
 
 	return tag > TAG_NONE && tag < TAG_MAX ? names[tag] : "";

@@ -56,6 +56,8 @@ enum location_tag {
 	TAG_TRUNCATED = 1, /* "[truncated]": the walk stopped before the outermost frame */
 	TAG_UNKNOWN = 2,   /* "[unknown]": an address in no mapping */
 	TAG_OTHER = 3,	   /* "[other stacks]": cold stacks folded to fit a server's limits */
+	TAG_PYTHON_UNNAMED = 4, /* "[unnamed Python frame]": a Python frame whose code object
+				 * could not be read or was not the one the walker met */
 	TAG_MAX,
 };
 
@@ -143,13 +145,19 @@ int64_t profile__function(struct profile *p, const char *name, const char *syste
 			  const char *filename, int64_t start_line) __must_check;
 
 /*
- * The location (mapping_id, address, tag) if interned, else 0. Callers symbolize only
- * locations that are not there yet.
+ * The location (mapping_id, address, tag) of a mapping if interned, else 0. Callers
+ * symbolize only locations that are not there yet. (A location without a mapping is known by
+ * its first Line as well: profile__add_location() finds it.)
  */
 uint64_t profile__find_location(const struct profile *p, uint64_t mapping_id, uint64_t address,
 				uint64_t tag);
 
-/* Add a location with its lines (innermost first). Returns its id (> 0) or -errno. */
+/*
+ * Add a location with its lines (innermost first), or find it: a location of a mapping is
+ * known by (mapping_id, address, tag), one without a mapping (mapping_id 0: placeholders,
+ * interpreted frames such as Python's, address 0) by (address, tag, function and line of its
+ * first Line). Returns its id (> 0) or -errno.
+ */
 int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t address,
 			      uint64_t tag, const struct profile_line *lines,
 			      uint32_t nr_lines) __must_check;

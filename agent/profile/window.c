@@ -8,6 +8,7 @@
 #include "collect/samples.h"
 #include "collect/kubernetes.h"
 #include "operate/log.h"
+#include "python/pycode.h"
 #include "profile.h"
 #include "collect/proctab.h"
 #include "targets.h"
@@ -357,6 +358,42 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 	return (int64_t)found;
 }
 
+/*
+ * The location of a Python frame (FRAME_PY): no mapping, no address; one Line of the code
+ * object's function at the instruction's line (0 when unknown), so that one (function, line)
+ * is one Location across the profile. *fn_name receives the function's name.
+ */
+static int64_t python_location(struct build_ctx *c, struct proc_image *img, uint64_t ip,
+			       const char **fn_name)
+{
+	uint64_t serial = ip & FRAME_PY_SERIAL_MASK;
+	uint32_t lasti = (uint32_t)((ip >> FRAME_PY_LASTI_SHIFT) & FRAME_PY_LASTI_MASK);
+	struct profile_line line = { 0 };
+	struct pycode_frame f;
+	int64_t fn, loc;
+
+	*fn_name = NULL;
+	if (!img || !c->wb->opts.python_frame ||
+	    !c->wb->opts.python_frame(c->wb->opts.python_ctx, img, serial, lasti, &f)) {
+		c->stats->python_unnamed++;
+		return placeholder(c, TAG_PYTHON_UNNAMED, 0);
+	}
+	/* No system_name: `go tool pprof` "demangles" a function whose system_name equals its
+	 * name, and its C++ heuristic drops everything between < and > ("<module>" becomes "",
+	 * "f.<locals>.g" "f..g"); a Python name is no mangled symbol anyway. */
+	fn = profile__function(c->p, f.name, "", f.filename, f.firstlineno);
+	if (fn < 0)
+		return fn;
+	line.function_id = (uint64_t)fn;
+	line.line = f.line;
+	loc = profile__add_location(c->p, 0, 0, TAG_NONE, &line, 1);
+	if (loc < 0)
+		return loc;
+	c->stats->python_frames++;
+	*fn_name = location_function(c->p, (uint64_t)loc);
+	return loc;
+}
+
 static int remember(struct build_ctx *c, struct stack_conv *conv)
 {
 	int err = hashmap__insert(&c->convs, conv, conv);
@@ -395,6 +432,12 @@ static bool fp_step_ok(struct build_ctx *c, struct proc_image *img, uint64_t pc)
  * image cannot be real: the frame-pointer chain ran into data that is not a frame (code
  * built without frame pointers), so the stack is cut there and ends in [truncated] rather
  * than in made-up callers. A leaf in no mapping stays [unknown].
+ *
+ * Python frames (FRAME_PY, table-unwound stacks only) have no address: they are named
+ * through opts.python_frame, never looked up in a mapping, never adjusted, and no
+ * frame-pointer step is checked from one (its eval-loop pc is not in the stack). The native
+ * frames around them keep their own rules: the one rootward of a Python frame is the eval
+ * loop's caller, a return address like any other.
  */
 static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 				  const struct drained_stack *st, bool kernel, int *err)
@@ -421,14 +464,21 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 		/* Every frame but the first is a return address (its call is at ip - 1), except
 		 * the pc a signal interrupted, which the table unwinder marks, and the signal
 		 * trampoline just before it. */
+		bool python = false;
+
 		if (!kernel && (st->flags & STACK_TABLES)) {
 			exact = (ip & FRAME_EXACT) ||
 				(i + 1 < st->len && (st->ips[i + 1] & FRAME_EXACT));
 			caller_by_fp = i + 1 < st->len && (st->ips[i + 1] & FRAME_BY_FP);
 			ip &= ~(FRAME_EXACT | FRAME_BY_FP);
+			python = ip & FRAME_PY;
 		}
 		pc = i && !exact ? ip - 1 : ip;
-		if (kernel) {
+		if (python) {
+			loc = python_location(c, img, ip, &outer_name);
+			named = outer_name != NULL;
+			caller_by_fp = false;
+		} else if (kernel) {
 			loc = kernel_location(c, pc);
 		} else if (i && img &&
 			   !proctab__mapping(c->wb->opts.proctab, img, pc, c->seq, false)) {

@@ -12,6 +12,12 @@
  *  - a frame no symbol covers keeps its address and mapping and gets no Line;
  *  - placeholders: [truncated] at the root end when a walk stopped early, [unknown] for an
  *    address in no mapping; each counted;
+ *  - a Python frame (FRAME_PY in a table-unwound stack) becomes a Location without mapping
+ *    or address: one Line of a Function named by the code object's qualified name (no
+ *    system_name), its file name and first line, at the line of the frame's instruction; one Location per
+ *    (function, line) across the profile. One that cannot be named (opts.python_frame
+ *    says no: an unknown serial, a stale or unreadable code object) is the placeholder
+ *    [unnamed Python frame], counted; never another code object's name;
  *  - sample labels pid, tid, comm, thread_name, and where known namespace, pod, container and
  *    the chosen pod labels (Kubernetes), container_id (12 hex digits), unit (systemd).
  */
@@ -47,12 +53,22 @@ struct window_stats {
 	uint64_t fp_walks_cut;	      /* distinct frame-pointer walks cut where the unwind table
 					 * shows the function keeps no frame pointer */
 	uint64_t kernel_unnamed;      /* kernel addresses no kallsyms symbol covers */
+	uint64_t python_frames;	      /* Python frames named, per distinct stack */
+	uint64_t python_unnamed;      /* Python frames without a name ([unnamed Python frame]) */
 	uint64_t processes;	      /* distinct processes in the window */
 	uint64_t dropped_profile_cap; /* samples lost to a profile cap (counted, logged) */
 };
 
+struct proc_image;
+struct pycode_frame;
 struct sym_object;
 struct window_builder;
+
+/* The Python frame of serial at instruction lasti (code units, FRAME_PY_LASTI_NONE when
+ * unknown) of process image img, into *out (strings borrowed until the builder returns):
+ * e.g. pycode_cache__frame() under img's proc_id. False when it cannot be named. */
+typedef bool (*window_python_frame_fn)(void *ctx, const struct proc_image *img, uint64_t serial,
+				       uint32_t lasti, struct pycode_frame *out);
 
 /* Could the caller of the frame at ELF address vaddr of obj be found through the frame
  * pointer? (unwinder__fp_step_ok(): false where the object's unwind table says the function
@@ -68,6 +84,8 @@ struct window_builder_opts {
 	struct targets *targets;      /* group samples by target (a server's series), or NULL */
 	window_fp_step_fn fp_step_ok; /* checks frame-pointer walks, or NULL (no check) */
 	void *fp_step_ctx;
+	window_python_frame_fn python_frame; /* names Python frames, or NULL (none named) */
+	void *python_ctx;
 };
 
 struct window_builder *window_builder__new(const struct window_builder_opts *opts);

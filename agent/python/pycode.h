@@ -4,6 +4,13 @@
  * (a PROC_EVENT_PY_CODE), and kept under the serial its frames carry: so a process that exits
  * before the window is drained keeps its names. A code object whose identity (bpf/pyident.bpf.h)
  * no longer matches when it is read was freed and its address reused: it gets no name.
+ *
+ * What is kept per code object: its name (co_qualname on 3.11+, co_name before) and file name
+ * (co_filename) as UTF-8, each at most PYCODE_STR_MAX - 1 bytes (longer ones are cut at a
+ * character boundary; code points that are no Unicode scalar value, and NUL, become U+FFFD),
+ * co_firstlineno, and its line table (at most PYCODE_TABLE_MAX bytes; a larger one is not
+ * kept and the frames of that code object have line 0). Entries are shared: a second serial
+ * naming the same (image, address, identity) costs no read.
  */
 #ifndef IGNIS_PYCODE_H
 #define IGNIS_PYCODE_H
@@ -25,9 +32,15 @@ struct pycode_stats {
 	uint64_t stale;	    /* identity mismatch: freed and reused before it was read */
 	uint64_t faults;    /* reads that failed (process gone, bad pointer, not a code object) */
 	uint64_t malformed; /* strings or line tables that did not check out */
+	uint64_t over_budget; /* not read: the cache's budget was spent */
+	uint64_t no_lines;  /* kept without a line table (over PYCODE_TABLE_MAX) */
 	uint64_t held;	    /* code objects held now */
+	uint64_t serials;   /* serials held now */
 	uint64_t bytes;	    /* their memory, bytes */
 };
+
+#define PYCODE_STR_MAX	 1024	     /* bytes of a kept name or file name, with its NUL */
+#define PYCODE_TABLE_MAX (64U << 10) /* bytes of a kept line table */
 
 /* What a Python frame shows. Strings are borrowed until the cache forgets its process. */
 struct pycode_frame {
@@ -44,13 +57,18 @@ void pycode_cache__free(struct pycode_cache *c);
 /*
  * Read the code object at address code of process pid (a process image known by its
  * (tgid, start_time, exec_id)) as the walker met it (identity), and remember it under
- * serial (IGNIS_PY_SERIAL_MASK bits). code_type is the runtime address of the process's
- * PyCode_Type, which the object's ob_type must be. Returns 0 (read, or shared with an earlier serial), -ESTALE (identity mismatch),
- * -EFAULT/-ESRCH (unreadable), -EINVAL (malformed), -ENOSPC (over the budget), -ENOMEM.
+ * serial (never 0; a serial announced again names the new code object). layout is the
+ * interpreter's (only read during the call), version_hex its PY_VERSION_HEX, code_type the
+ * runtime address of its PyCode_Type: the object's ob_type must be that. Returns 0 (read, or
+ * shared with an earlier serial), -ESTALE (identity mismatch: the name or first line read
+ * now is not what the walker hashed), -EFAULT/-ESRCH/-EPERM (unreadable), -EINVAL (not a code
+ * object, malformed strings, a bad argument), -ENOTSUP (a version without a line-table
+ * format), -ENOSPC (over the budget), -ENOMEM. Every outcome is counted.
  */
 int pycode_cache__add(struct pycode_cache *c, pid_t pid, uint32_t tgid, uint64_t start_time,
 		      uint32_t exec_id, const struct py_layout *layout, uint32_t version_hex,
-		      uint64_t code_type, uint64_t serial, uint64_t code, uint32_t identity);
+		      uint64_t code_type, uint64_t serial, uint64_t code,
+		      uint32_t identity) __must_check;
 
 /*
  * The frame for serial at instruction lasti (code units; IGNIS_PY_LASTI_NONE: unknown) of

@@ -3,7 +3,7 @@
  * CPython's struct layouts, per minor version (3.8 to 3.12 from a table; 3.13's from the
  * _Py_DebugOffsets the interpreter carries at the start of _PyRuntime). Offsets are in bytes;
  * IGNIS_PY_NONE (0xffff) marks a field the version does not have. The sources are CPython's
- * headers of each version (Include/cpython/ and Include/internal/pycore_ headers), cited per row in
+ * headers of each version (Include/cpython/<x>.h, Include/internal/pycore_<x>.h), cited per row in
  * pylayout.c, and checked against the DWARF of pyenv's builds by tests/unit/test_pylayout.c.
  */
 #ifndef IGNIS_PYLAYOUT_H

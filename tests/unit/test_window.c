@@ -10,6 +10,7 @@
 
 #include "../../agent/profile/profile.h"
 #include "../../agent/profile/window.h"
+#include "../../agent/python/pycode.h"
 
 static void add_stack_flags(struct drained_window *w, uint64_t id, const uint64_t *ips,
 			    uint32_t n, uint32_t flags)
@@ -312,7 +313,169 @@ static void test_window_without_image(void **state)
 	drained_window__fini(&w);
 }
 
+
+/* A stand-in for the code-object cache: serials 1 and 2 are known, any other is not. */
+struct py_fake {
+	int calls;
+};
+
+#define PY_WORD(serial, lasti) (FRAME_PY | (uint64_t)(lasti) << FRAME_PY_LASTI_SHIFT | (serial))
+
+static bool fake_python_frame(void *ctx, const struct proc_image *img, uint64_t serial,
+			      uint32_t lasti, struct pycode_frame *out)
+{
+	struct py_fake *pf = ctx;
+
+	pf->calls++;
+	assert_non_null(img);
+	assert_int_equal(img->id.tgid, PID);
+	assert_int_equal(img->id.start_time, START_NS);
+	if (serial == 1) {
+		*out = (struct pycode_frame){ .name = "Holder.hot", .filename = "/app/x.py",
+					      .firstlineno = 10, .line = 10 + (int32_t)lasti };
+		return true;
+	}
+	if (serial == 2) {
+		*out = (struct pycode_frame){ .name = "<module>", .filename = "/app/x.py",
+					      .firstlineno = 1, .line = 0 };
+		return lasti == FRAME_PY_LASTI_NONE || lasti == 7;
+	}
+	return false;
+}
+
+static const struct profile_function *loc_function(const struct profile *p, uint64_t id)
+{
+	const struct profile_location *l = profile__location(p, id);
+
+	assert_non_null(l);
+	assert_int_equal(l->nr_lines, 1);
+	return profile__function_by_id(p, p->lines[l->first_line].function_id);
+}
+
+static int64_t loc_line(const struct profile *p, uint64_t id)
+{
+	return p->lines[profile__location(p, id)->first_line].line;
+}
+
+/*
+ * Python frames (FRAME_PY) among native ones in a table-unwound stack: in order, each a
+ * Location without mapping or address, one Line of its function at its line; one Location
+ * per (function, line) across stacks; the native frames around them keep their rules (a
+ * return address rootward of a Python frame is adjusted; one in no mapping still cuts the
+ * chain); an unknown serial is [unnamed Python frame], counted, never a made-up name.
+ */
+static void test_window_python_frames(void **state)
+{
+	struct fake *f = *state;
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	struct py_fake pf = { 0 };
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym,
+					  .python_frame = fake_python_frame, .python_ctx = &pf };
+	struct window_stats ws;
+	struct drained_window w;
+	struct profile *p;
+	const struct profile_sample *s;
+	const struct profile_function *fn;
+	const struct profile_location *l;
+	/* A C function called from Python, two Python frames, the eval loop's caller, an
+	 * unknown serial, then hot again at the same line (recursion) and at another line. */
+	uint64_t mixed[7] = { LIB_BASE + f->first.addr + 1, PY_WORD(1, 2), PY_WORD(2, 7),
+			      LIB_BASE + f->second.addr + 4, PY_WORD(99, 3), PY_WORD(1, 2),
+			      PY_WORD(1, 5) };
+	/* The same frames again in another stack; a Python leaf; a stale-looking lasti. */
+	uint64_t again[3] = { PY_WORD(1, 2), PY_WORD(2, FRAME_PY_LASTI_NONE),
+			      LIB_BASE + f->second.addr + 4 };
+	/* A return address in no mapping rootward of a Python frame: a broken chain still. */
+	uint64_t broken[3] = { PY_WORD(1, 2), 0x1234, LIB_BASE + f->second.addr + 4 };
+	/* Without tables the bit means nothing: an address in no mapping. */
+	uint64_t fp_walk[1] = { PY_WORD(1, 2) };
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	drained_window__init(&w);
+	add_stack_flags(&w, 51, mixed, 7, STACK_TABLES | STACK_COMPLETE);
+	add_stack_flags(&w, 52, again, 3, STACK_TABLES | STACK_COMPLETE);
+	add_stack_flags(&w, 53, broken, 3, STACK_TABLES | STACK_COMPLETE);
+	add_stack_flags(&w, 54, fp_walk, 1, 0);
+	add_sample(&w, PID, 51, 0, 0, "main", 4);
+	add_sample(&w, PID, 52, 0, 0, "main", 2);
+	add_sample(&w, PID, 53, 0, 0, "main", 1);
+	add_sample(&w, PID, 54, 0, 0, "main", 1);
+	p = build(&wo, &w, &ws);
+	assert_int_equal(p->nr_samples, 4);
+	assert_int_equal(ws.python_frames, 4 + 2 + 1);
+	assert_int_equal(ws.python_unnamed, 1);
+	assert_int_equal(ws.broken_chains, 1);
+	assert_int_equal(ws.unknown_frames, 1);
+
+	s = &p->samples[0];
+	assert_int_equal(s->nr_locations, 7);
+	assert_string_equal(loc_name(p, s->locations[0]), "fx_exported_first");
+	assert_int_equal(profile__location(p, s->locations[0])->address, f->first.addr + 1);
+	l = profile__location(p, s->locations[1]);
+	assert_int_equal(l->mapping_id, 0);
+	assert_int_equal(l->address, 0);
+	assert_int_equal(l->tag, TAG_NONE);
+	fn = loc_function(p, s->locations[1]);
+	assert_string_equal(profile__str(p, fn->name), "Holder.hot");
+	assert_string_equal(profile__str(p, fn->system_name), "");
+	assert_string_equal(profile__str(p, fn->filename), "/app/x.py");
+	assert_int_equal(fn->start_line, 10);
+	assert_int_equal(loc_line(p, s->locations[1]), 12);
+	assert_string_equal(loc_name(p, s->locations[2]), "<module>");
+	assert_int_equal(loc_line(p, s->locations[2]), 0);
+	/* The eval loop's caller: a return address, moved into its call. */
+	assert_string_equal(loc_name(p, s->locations[3]), "fx_exported_second");
+	assert_int_equal(profile__location(p, s->locations[3])->address, f->second.addr + 3);
+	assert_string_equal(loc_name(p, s->locations[4]), "[unnamed Python frame]");
+	assert_int_equal(profile__location(p, s->locations[4])->mapping_id, 0);
+	assert_int_equal(profile__location(p, s->locations[4])->tag, TAG_PYTHON_UNNAMED);
+	/* The same (function, line) is the same Location; another line another one, with
+	 * the same Function. */
+	assert_int_equal(s->locations[5], s->locations[1]);
+	assert_true(s->locations[6] != s->locations[1]);
+	assert_int_equal(loc_line(p, s->locations[6]), 15);
+	assert_ptr_equal(loc_function(p, s->locations[6]), loc_function(p, s->locations[1]));
+	/* Complete per the unwinder: no [truncated] although <module>'s callers are native. */
+
+	/* Across stacks: the same Locations; a Python leaf; an unknown lasti is line 0, as
+	 * <module> at line 0 above: one Location. */
+	s = &p->samples[1];
+	assert_int_equal(s->nr_locations, 3);
+	assert_int_equal(s->locations[0], p->samples[0].locations[1]);
+	assert_int_equal(s->locations[1], p->samples[0].locations[2]);
+	assert_int_equal(profile__location(p, s->locations[2])->address, f->second.addr + 3);
+
+	s = &p->samples[2];
+	assert_int_equal(s->nr_locations, 2);
+	assert_string_equal(loc_name(p, s->locations[0]), "Holder.hot");
+	assert_string_equal(loc_name(p, s->locations[1]), "[truncated]");
+
+	s = &p->samples[3];
+	assert_string_equal(loc_name(p, s->locations[0]), "[unknown]");
+
+	/* Locations without a mapping: Holder.hot at 12 and 15, <module> at 0, the unnamed
+	 * placeholder, [truncated], [unknown]. */
+	{
+		size_t i, nomap = 0;
+
+		for (i = 0; i < p->nr_locations; i++)
+			nomap += !p->locations[i].mapping_id;
+		assert_int_equal(nomap, 6);
+	}
+	profile__free(p);
+
+	/* No callback: every Python frame is unnamed. */
+	wo.python_frame = NULL;
+	p = build(&wo, &w, &ws);
+	assert_int_equal(ws.python_frames, 0);
+	assert_int_equal(ws.python_unnamed, 5 + 2 + 1); /* the frame-pointer walk has none */
+	assert_string_equal(loc_name(p, p->samples[0].locations[1]), "[unnamed Python frame]");
+	profile__free(p);
+	drained_window__fini(&w);
+}
+
 UNIT_MAIN("window", cmocka_unit_test_setup_teardown(test_window_builder, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_table_stacks, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_without_image, setup, teardown),
-	  cmocka_unit_test_setup_teardown(test_window_fp_steps_checked, setup, teardown))
+	  cmocka_unit_test_setup_teardown(test_window_fp_steps_checked, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_window_python_frames, setup, teardown))

@@ -176,7 +176,7 @@ DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils pe
 		 prometheus \
 		 clang-format binutils procps util-linux file \
 		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db g++ rustc \
-		 debuginfod elfutils lld
+		 debuginfod elfutils lld python3-flask
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 
 # Installs only what is missing; runs apt-get update only then. npm comes with nodejs from
@@ -212,7 +212,8 @@ run: deps
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-all
 
-# QUICK=1 for a shorter run (600 s here); BENCH_ONLY=overhead,bpf,agent,window,upload,symbols for some sections.
+# QUICK=1 for a shorter run (600 s here); BENCH_ONLY=overhead,bpf,agent,window,upload,symbols,
+# unwind,python for some sections.
 bench: deps
 	$(Q)$(MAKE) --no-print-directory bench-run
 

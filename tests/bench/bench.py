@@ -1339,7 +1339,227 @@ def unwind(res, quick):
     log("unwind: " + ", ".join(took))
 
 
-# ---- 8: the README section --------------------------------------------------------------------
+# ---- 8: Python frames (issue 14) -------------------------------------------------------------
+
+PYTHON = "/usr/bin/python3.11"	# Debian's: static libpython, stripped, as users run it
+PY_DEEP = os.path.join(HERE, "py_deep.py")
+PY_MANY = os.path.join(HERE, "py_many.py")
+PY_WORKLOADS = os.path.join(ROOT, "tests", "workloads", "python")
+PY_FRAMES = {"<module>", "main", "descend", "spin"}	# py_deep.py's own
+
+
+def python_bpf_cost(res, quick):
+    """ns per sample of the sampler program for a Python process with a 30-deep Python
+    stack (py_deep.py under Debian's python3.11: the table unwinder reaches the eval loop,
+    the Python walker replaces it by the 30 Python frames, the native walk goes on) and for
+    the native 30-frame stack of unwind_deep (no frame pointers, tables), both running at
+    once, each under its own agent (--pid), in the same run: the ratio is the figure. The
+    cost of the samples an agent filters out is subtracted as in the unwind section (a third
+    agent that filters every sample measures it meanwhile)."""
+    reps = 1 if quick else 3
+    seconds = 3 if quick else 8
+    depth = 30
+    cost = {"python": [], "native": []}
+    whole, details = [], []
+    native_argv = [os.path.join(BENCH, "unwind_deep_nofp"), str(depth), "0", "1"]
+    with bpf_stats():
+        sleeper = spawn(["sleep", "3600"])
+        floor = Ignis(100, "--pid", str(sleeper.pid), interval=60)
+        for rep in range(reps):
+            py = spawn([PYTHON, PY_DEEP, str(depth)], stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, text=True)
+            nat = spawn(native_argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            sides = [("python", py), ("native", nat)]
+            if rep % 2:
+                sides.reverse()
+            agents, ports = {}, {}
+            for side, w in sides:
+                ports[side] = free_port()
+                agents[side] = Ignis(100, "--pid", str(w.pid), "--metrics-address",
+                                     f"127.0.0.1:{ports[side]}", interval=1)
+            for side, w in sides:
+                if wait_published(agents[side].pid, [w.pid], 60) is None:
+                    log(f"python bench: pid {w.pid} ({side}) not published in 60 s")
+            deadline = time.monotonic() + 30
+            while (metric_value(metrics_text(ports["python"]), "ignis_python_processes") or 0) < 1:
+                if time.monotonic() > deadline:
+                    log("python bench: py_deep.py not attached in 30 s")
+                    break
+                time.sleep(0.2)
+            since = time.time_ns()
+            for side, _ in sides:
+                after_window(agents[side], ports[side])	# a window with the workload named
+            m0 = {s: after_window(agents[s], ports[s]) for s, _ in sides}
+            f0 = prog_runs(floor.pid)
+            time.sleep(seconds)
+            m1 = {s: after_window(agents[s], ports[s]) for s, _ in sides}
+            f1 = prog_runs(floor.pid)
+            filtered_ns = sample_cost(f0, f1)[0] or 0
+            for side, w in sides:
+                d = lambda name: (metric_value(m1[side][0], name) or 0) - \
+                    (metric_value(m0[side][0], name) or 0)
+                mine = (d("ignis_samples_total") - d("ignis_samples_idle_total") -
+                        d("ignis_samples_filtered_total"))
+                ns, runs, _ = sample_cost(m0[side][1], m1[side][1])
+                own = (ns * runs - (runs - mine) * filtered_ns) / mine if ns and mine else None
+                cost[side].append(own)
+                entry = {"side": side, "ns": own, "runs": runs, "workload_samples": mine,
+                         "filtered_ns": filtered_ns}
+                if side == "python":
+                    stacks = agents[side].stacks(w.pid, since)
+                    total = sum(stacks.values())
+                    full = sum(n for fr, n in stacks.items()
+                               if sum(f in PY_FRAMES for f in fr) >= depth)
+                    whole.append(100.0 * full / total if total else None)
+                    entry.update(whole_pct=whole[-1], py_frames=d("ignis_python_frames_total"),
+                                 py_samples=d("ignis_python_samples_total"))
+                details.append(entry)
+            for side, w in sides:
+                agents[side].stop()
+                w.stdin.close()
+                w.stdout.read()
+                w.wait()
+            log(f"  python bpf: {cost['python'][-1] or 0:.0f} ns per sample with {depth} Python "
+                f"frames, {cost['native'][-1] or 0:.0f} ns with {depth} native frames, "
+                f"{whole[-1] or 0:.1f} % of the Python samples whole")
+        floor.stop()
+        sleeper.kill()
+        sleeper.wait()
+    res.data.setdefault("python", {})["bpf_runs"] = details
+    cmd = (f"kernel.bpf_stats_enabled=1: ignis_sample's run_time_ns over each workload's "
+           f"samples for {seconds} s, py_deep.py {depth} ({PYTHON}) and unwind_deep_nofp "
+           f"{depth} 0 1 running at once, each under its own `ignis --pid` (filtered samples' "
+           "cost subtracted, as in the unwind section)")
+    us = lambda v: [x / 1000 for x in v if x]
+    res.add("py_bpf_us_30", "BPF cost per sample, 30 Python frames (Debian's python3.11)",
+            "us", us(cost["python"]), cmd)
+    res.add("py_bpf_us_native_30", "BPF cost per sample, 30 native frames (tables), same run",
+            "us", us(cost["native"]), cmd)
+    res.add("py_bpf_ratio_30", "BPF cost ratio, 30 Python frames / 30 native frames", "ratio",
+            [a / b for a, b in zip(cost["python"], cost["native"]) if a and b], "same runs",
+            target="<= 1.5 (issue 14)")
+    res.add("py_whole_30", "Python samples with all 30 Python frames", "%", whole,
+            "<module> <- main <- descend x 27 <- spin in the agent's pprof")
+
+
+def flask_ready(port, proc, timeout=30):
+    import urllib.request
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("flask_app.py exited")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("flask_app.py did not answer in 30 s")
+
+
+def flask_rps(res, quick):
+    """The workshop's Flask app (tests/workloads/python/flask_app.py, Debian's python3 and
+    python3-flask) under loadgen.py's 4 client threads: requests per second alone and under
+    ignis (defaults: Python frames on), in interleaved pairs; a second of load before each
+    measured run warms the app."""
+    pairs = 1 if quick else 4
+    seconds = 5 if quick else 10
+    app_py = os.path.join(PY_WORKLOADS, "flask_app.py")
+    loadgen = os.path.join(PY_WORKLOADS, "loadgen.py")
+    runs = []
+    for i in range(pairs):
+        order = ("base", "tool") if i % 2 == 0 else ("tool", "base")
+        got = {}
+        for which in order:
+            prof = Ignis(100, interval=10) if which == "tool" else None
+            port = free_port()
+            app = spawn([PYTHON, app_py, str(port)])
+            flask_ready(port, app)
+            subprocess.run([PYTHON, loadgen, str(port), "1", "4"], capture_output=True)
+            out = subprocess.run([PYTHON, loadgen, str(port), str(seconds), "4"],
+                                 capture_output=True, text=True)
+            app.kill()
+            app.wait()
+            if prof:
+                prof.stop()
+            got[which] = json.loads(out.stdout.strip().splitlines()[-1])
+        runs.append((got["base"], got["tool"]))
+        log(f"  flask: {got['base']['rps']:.0f} requests/s alone, {got['tool']['rps']:.0f} "
+            "under ignis")
+    cmd = (f"loadgen.py PORT {seconds} 4 against flask_app.py ({PYTHON}), alone vs under "
+           f"`ignis`, {pairs} interleaved pairs")
+    res.add("py_flask_rps_base", "Flask app, requests per second alone", "req/s",
+            [b["rps"] for b, _ in runs], cmd)
+    res.add("py_flask_rps_ignis", "Flask app, requests per second under ignis", "req/s",
+            [t["rps"] for _, t in runs], cmd)
+    res.add("py_flask_rps_loss", "Flask app, fewer requests per second under ignis", "%",
+            [100.0 * (1 - t["rps"] / b["rps"]) for b, t in runs], cmd + "; pair by pair",
+            target="<= 1 % (issue 14)")
+
+
+def python_memory(res, quick):
+    """The agent's memory per Python process: N py_many.py processes (200 functions each,
+    Debian's python3.11) start under two agents at once, one with Python frames and one
+    with --no-python; each agent's RSS growth from before they started to a window after
+    all were attached, the difference over N, and the code-object cache per process."""
+    n = 10 if quick else 40
+    interval = 2 if quick else 5
+    functions = 200
+    port, port_off = free_port(), free_port()
+    on = Ignis(100, "--metrics-address", f"127.0.0.1:{port}", interval=interval)
+    off = Ignis(100, "--no-python", "--metrics-address", f"127.0.0.1:{port_off}",
+                interval=interval)
+    time.sleep(interval + 1)
+    base = {a: proc_status(a.pid, "VmRSS") for a in (on, off)}
+    before = metrics_text(port)
+    attached0 = metric_value(before, "ignis_python_processes") or 0
+    life = 60 if quick else 120
+    procs = [spawn([PYTHON, PY_MANY, str(functions), str(life)]) for _ in range(n)]
+    t0 = time.monotonic()
+    deadline = t0 + life / 2
+    attached = 0
+    while time.monotonic() < deadline:
+        attached = (metric_value(metrics_text(port), "ignis_python_processes") or 0) - attached0
+        if attached >= n:
+            break
+        time.sleep(0.5)
+    onboard = time.monotonic() - t0
+    time.sleep(3 * interval)	# a few rounds of every process's functions, and windows
+    after = metrics_text(port)
+    rss = {a: proc_status(a.pid, "VmRSS") for a in (on, off)}
+    for p in procs:
+        p.kill()
+        p.wait()
+    on.stop()
+    off.stop()
+    grow = {a: (rss[a] - base[a]) / 1024 for a in (on, off)}
+    read = 'ignis_python_code_reads_total{result="read"}'
+    reads = (metric_value(after, read) or 0) - (metric_value(before, read) or 0)
+    cache = ((metric_value(after, "ignis_python_code_cache_bytes") or 0) -
+             (metric_value(before, "ignis_python_code_cache_bytes") or 0))
+    cmd = (f"{n} py_many.py {functions} processes ({PYTHON}) under `ignis` and `ignis "
+           f"--no-python` at once (--interval {interval}); {attached:.0f} attached after "
+           f"{onboard:.1f} s; RSS read {3 * interval} s later")
+    res.add("py_mem_kib_per_process", "agent memory per Python process (RSS growth, Python "
+            "on - off, / N)", "KiB", [(grow[on] - grow[off]) * 1024 / n], cmd)
+    res.add("py_mem_rss_growth_on", f"  RSS growth with {n} Python processes, Python on",
+            "MiB", [grow[on]], cmd)
+    res.add("py_mem_rss_growth_off", f"  RSS growth with {n} Python processes, --no-python",
+            "MiB", [grow[off]], cmd)
+    res.add("py_code_cache_kib_per_process", "code-object cache per Python process "
+            "(ignis_python_code_cache_bytes / N)", "KiB", [cache / 1024 / n],
+            cmd + f"; {reads:.0f} code objects read in all ({reads / n:.0f} per process)")
+
+
+def python(res, quick):
+    took = []
+    for part in (python_bpf_cost, flask_rps, python_memory):
+        t0 = time.monotonic()
+        part(res, quick)
+        took.append(f"{part.__name__} {time.monotonic() - t0:.0f} s")
+    log("python: " + ", ".join(took))
+
+
+# ---- 9: the README section --------------------------------------------------------------------
 
 def fmt(fig):
     if fig.get("n", 0) == 0:
@@ -1396,6 +1616,8 @@ def verdicts(res):
         rule("unwind_many_published", med("unwind_many_published") == programs)
     at_most("unwind_ovh_ratio_cpu", 1)
     at_least("unwind_ovh_ratio_throughput", 1)
+    at_most("py_bpf_ratio_30", 1.5)
+    at_most("py_flask_rps_loss", 1)
     return out
 
 
@@ -1452,6 +1674,8 @@ def report(res, quick):
          [k for k in figs if k.startswith("unwind_many_")]),
         ("Table unwinder: overhead beside perf record --call-graph dwarf (30 frames, 100 Hz)",
          [k for k in figs if k.startswith("unwind_ovh_")] + ["unwind_publish_s"]),
+        ("Python frames: BPF cost, the Flask app's throughput, agent memory per process",
+         [k for k in figs if k.startswith("py_")]),
         ("Accuracy and loss",
          [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
           for x in ("share_error_pooled", "share_error", "complete_stacks")] +
@@ -1485,7 +1709,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only",
                         help="comma-separated sections: "
-                        "overhead,bpf,agent,window,upload,symbols,unwind")
+                        "overhead,bpf,agent,window,upload,symbols,unwind,python")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite the README section from build/bench/results.json")
@@ -1496,7 +1720,7 @@ def main():
             res.data = json.load(f)
         update_readme(report(res, res.data.get("quick", False)))
         return
-    every = {"overhead", "bpf", "agent", "window", "upload", "symbols", "unwind"}
+    every = {"overhead", "bpf", "agent", "window", "upload", "symbols", "unwind", "python"}
     only = set(args.only.split(",")) if args.only else every
     if os.geteuid() != 0:
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
@@ -1517,6 +1741,8 @@ def main():
             symbolization(res, args.quick)
         if "unwind" in only:
             unwind(res, args.quick)
+        if "python" in only:
+            python(res, args.quick)
     finally:
         reap()
         shutil.rmtree(TMP, ignore_errors=True)
@@ -1531,7 +1757,7 @@ def main():
         if last.get("quick") == args.quick:
             last["figures"].update(res.data["figures"])
             res.data["figures"] = last["figures"]
-            for key in ("accounting", "unwind"):
+            for key in ("accounting", "unwind", "python"):
                 res.data.setdefault(key, last.get(key))
     res.data["targets"] = verdicts(res)
     with open(path, "w") as f:

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hot.py SECONDS [cpu|wall]: a hot pure-Python function two calls below the module,
+<module> -> main -> work -> hot, for SECONDS of this thread's CPU time (cpu, the default:
+the same number of samples however busy the host is) or of wall time (wall).
+
+Prints one JSON line at the end: the process's CPU time before main() ran (the
+interpreter's start-up and the module's imports, whose samples cannot show hot), the CPU time
+spent in work(), and the whole process's CPU time when done, in seconds. The lines the test
+reads are marked: HOT_FIRST / HOT_LAST bound hot's body, CALL_* are the call sites.
+"""
+import json
+import sys
+import time
+
+
+def hot(n):
+    x = 0  # HOT_FIRST
+    for i in range(n):
+        x = (x * 31 + i) % 1000003
+    return x  # HOT_LAST
+
+
+def work(seconds, clock):
+    end = clock() + seconds
+    total = 0
+    while clock() < end:
+        total += hot(20000)  # CALL_HOT
+    return total
+
+
+def main():
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+    clock = time.monotonic if len(sys.argv) > 2 and sys.argv[2] == "wall" else time.thread_time
+    t0 = time.process_time()
+    work(seconds, clock)  # CALL_WORK
+    t1 = time.process_time()
+    print(json.dumps({"startup_cpu": STARTUP_CPU, "work_cpu": t1 - t0, "total_cpu": t1,
+                      "version": "%d.%d" % sys.version_info[:2]}), flush=True)
+
+
+STARTUP_CPU = time.process_time()  # what ran before main(): start-up and imports
+main()  # CALL_MAIN

@@ -27,13 +27,13 @@ struct symbolizer;
 /* Why a process is not attached: one counter each (ignis_python_processes_total{result}). */
 enum py_attach_result {
 	PY_ATTACH_OK = 0,
-	PY_ATTACH_NOT_PYTHON,	     /* no object defines _PyRuntime and _PyEval_EvalFrameDefault */
-	PY_ATTACH_NOT_READY,	     /* the interpreter is not initialized yet: try again later */
-	PY_ATTACH_UNSUPPORTED,	     /* a version without a layout (< 3.8, > 3.13) */
-	PY_ATTACH_FREE_THREADED,     /* a free-threaded (no GIL) build: not supported */
-	PY_ATTACH_LAYOUT_MISMATCH,   /* the memory does not check out for the layout */
-	PY_ATTACH_TLS_UNSUPPORTED,   /* the TSS key's data was not found (not glibc, key >= 32) */
-	PY_ATTACH_READ_FAULT,	     /* its memory could not be read (gone, denied) */
+	PY_ATTACH_NOT_PYTHON,	   /* no object defines _PyRuntime and _PyEval_EvalFrameDefault */
+	PY_ATTACH_NOT_READY,	   /* the interpreter is not initialized yet: try again later */
+	PY_ATTACH_UNSUPPORTED,	   /* a version without a layout (< 3.8, > 3.13) */
+	PY_ATTACH_FREE_THREADED,   /* a free-threaded (no GIL) build: not supported */
+	PY_ATTACH_LAYOUT_MISMATCH, /* the memory does not check out for the layout */
+	PY_ATTACH_TLS_UNSUPPORTED, /* the TSS key's data was not found (not glibc, key >= 32) */
+	PY_ATTACH_READ_FAULT,	   /* its memory could not be read (gone, denied) */
 	PY_ATTACH_NR,
 };
 

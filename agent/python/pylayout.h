@@ -26,8 +26,8 @@ struct py_layout {
 	uint32_t version; /* major << 8 | minor, e.g. 0x030b */
 
 	/* _PyRuntimeState */
-	uint16_t runtime_interp_main;	  /* interpreters.main */
-	uint16_t runtime_tss_key;	  /* gilstate.autoTSSkey (3.8-3.11), autoTSSkey (3.12+):
+	uint16_t runtime_interp_main; /* interpreters.main */
+	uint16_t runtime_tss_key;     /* gilstate.autoTSSkey (3.8-3.11), autoTSSkey (3.12+):
 					   * a Py_tss_t { int _is_initialized; pthread_key_t _key; } */
 	/* PyInterpreterState */
 	uint16_t interp_tstate_head; /* tstate_head (3.8-3.10), threads.head (3.11+) */
@@ -56,10 +56,10 @@ struct py_layout {
 	uint16_t code_code;	   /* co_code_adaptive (3.11+): where the bytecode starts */
 
 	/* PyBytesObject, PyASCIIObject / PyCompactUnicodeObject */
-	uint16_t bytes_size;	 /* ob_size */
-	uint16_t bytes_data;	 /* ob_sval */
-	uint16_t unicode_length; /* length, in code points */
-	uint16_t unicode_state;	 /* the state bit field (an unsigned int) */
+	uint16_t bytes_size;	       /* ob_size */
+	uint16_t bytes_data;	       /* ob_sval */
+	uint16_t unicode_length;       /* length, in code points */
+	uint16_t unicode_state;	       /* the state bit field (an unsigned int) */
 	uint16_t unicode_ascii_data;   /* sizeof(PyASCIIObject) */
 	uint16_t unicode_compact_data; /* sizeof(PyCompactUnicodeObject) */
 };

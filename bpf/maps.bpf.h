@@ -281,9 +281,10 @@ static __always_inline __u64 py_fsbase(void)
  * (the entry is kept only if the announcement is in the ring buffer, so a lost one is retried
  * on the next sample). 0 when neither worked (counted).
  */
-static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key)
+static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key,
+					    struct uw_python *py, __s32 firstlineno)
 {
-	struct ignis_py_code_event ev = {};
+	struct ignis_py_code_event *ev;
 	__u32 g = read_gen(), zero = 0;
 	struct cpu_state *cs;
 	__u64 *found, serial;
@@ -311,18 +312,25 @@ static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key)
 		stat_inc(g, STAT_PY_CODES_LOST);
 		return 0;
 	}
-	ev.type = PROC_EVENT_PY_CODE;
-	ev.tgid = key->tgid;
-	ev.start_time = key->start_time;
-	ev.exec_id = key->exec_id;
-	ev.identity = key->identity;
-	ev.serial = serial;
-	ev.code = key->code;
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0)) {
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
 		bpf_map_delete_elem(&py_codes, key);
 		stat_inc(g, STAT_PY_CODES_LOST);
 		return 0;
 	}
+	ev->type = PROC_EVENT_PY_CODE;
+	ev->tgid = key->tgid;
+	ev->start_time = key->start_time;
+	ev->exec_id = key->exec_id;
+	ev->identity = key->identity;
+	ev->serial = serial;
+	ev->code = key->code;
+	ev->firstlineno = firstlineno;
+	ev->name_len = (__u16)py_ascii(py, ev->name, sizeof(ev->name),
+				       py_u64(py->co, IGNIS_PY_CODE_READ, py->l.code_name));
+	ev->file_len = (__u16)py_ascii(py, ev->file, sizeof(ev->file),
+				       py_u64(py->co, IGNIS_PY_CODE_READ, py->l.code_filename));
+	bpf_ringbuf_submit(ev, 0);
 	stat_inc(g, STAT_PY_CODES_NEW);
 	return serial;
 }

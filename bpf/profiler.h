@@ -190,18 +190,32 @@ _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
  * memory at once, while the process lives, and keeps them under the serial the stack frames
  * carry. identity is ignis_py_identity() (bpf/pyident.bpf.h) of the code object's name and
  * first line, as the walker read them: the agent checks it when it reads the code object, so
- * a code object freed and its address reused is never named after the new one.
+ * a code object freed and its address reused is never named after the new one. The walker
+ * also copies the name and file name (compact ASCII strings only, else name_len and file_len
+ * are 0; cut at the arrays' size) and the first line as it saw them: when the agent comes too
+ * late (the function ran for a millisecond and its code object is gone), those name it.
  */
+#ifndef IGNIS_PY_EVENT_NAME
+#define IGNIS_PY_EVENT_NAME 128 /* bytes of the qualified name an event carries at most */
+#define IGNIS_PY_EVENT_FILE 256 /* bytes of the file name */
+#endif
+
 struct ignis_py_code_event {
 	__u32 type; /* PROC_EVENT_PY_CODE */
 	__u32 tgid;
 	__u64 start_time; /* as sample_key.start_time */
 	__u32 exec_id;	  /* as sample_key.exec_id */
 	__u32 identity;
-	__u64 serial;	  /* as in the frames: never 0 */
-	__u64 code;	  /* address of the PyCodeObject in the process */
+	__u64 serial; /* as in the frames: never 0 */
+	__u64 code;   /* address of the PyCodeObject in the process */
+	__s32 firstlineno;
+	__u16 name_len; /* bytes in name[] */
+	__u16 file_len; /* bytes in file[] */
+	char name[IGNIS_PY_EVENT_NAME];
+	char file[IGNIS_PY_EVENT_FILE];
 };
-_Static_assert(sizeof(struct ignis_py_code_event) == 40, "ignis_py_code_event size");
+_Static_assert(sizeof(struct ignis_py_code_event) == 48 + IGNIS_PY_EVENT_NAME + IGNIS_PY_EVENT_FILE,
+	       "ignis_py_code_event size");
 
 /*
  * The Python walker (CPython 3.8-3.13, bpf/python.bpf.h), entered from the table unwinder
@@ -256,10 +270,11 @@ struct ignis_py_layout {
 	__u16 unicode_length; /* PyASCIIObject.length */
 	__u16 unicode_data;   /* sizeof(PyASCIIObject): a compact ASCII string's bytes */
 	__u16 unicode_state;  /* PyASCIIObject.state: bit 5 compact, bit 6 ascii */
+	__u16 code_filename;  /* co_filename */
 	__u8 lasti_kind;      /* PY_LASTI_* */
 	__u8 entry_kind;      /* PY_ENTRY_* */
 	__u8 owner_cstack;    /* PY_ENTRY_OWNER's marker value */
-	__u8 pad[5];
+	__u8 pad[3];
 	__u64 code_type;      /* runtime address of PyCode_Type: every frame's code's ob_type */
 };
 _Static_assert(sizeof(struct ignis_py_layout) == 40, "ignis_py_layout size");

@@ -27,8 +27,10 @@
  * more functions the includer defines:
  *
  *   py_fsbase()                      the current thread's fs base (task->thread.fsbase)
- *   py_code_serial(key)              the serial of a code object: found, or new and announced;
- *                                    0 when it could not be (counted)
+ *   py_code_serial(key, py, line)    the serial of a code object (in py->co, first line
+ *                                    line): found, or new and announced (py_ascii() copies
+ *                                    its names into the announcement); 0 when it could not
+ *                                    be (counted)
  */
 #ifndef IGNIS_BPF_PYTHON_BPF_H
 #define IGNIS_BPF_PYTHON_BPF_H
@@ -70,7 +72,8 @@ enum py_step_result {
 static __always_inline long read_user(void *dst, __u32 size, __u64 addr);
 static __always_inline void stat_inc(__u32 g, enum ignis_stat stat);
 static __always_inline __u64 py_fsbase(void);
-static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key);
+static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key,
+					    struct uw_python *py, __s32 firstlineno);
 
 /* Fields of the scratch buffers at an offset from the layout, bounded for the verifier. */
 static __always_inline __u64 py_u64(const __u8 *buf, __u32 size, __u32 off)
@@ -170,6 +173,30 @@ static __always_inline int py_identity(struct uw_python *py, __u32 g, __u32 *ide
 	return 0;
 }
 
+/*
+ * Copy the characters of the str at str into dst (at most cap bytes, a power of two), if it
+ * is a compact ASCII one; py->name is the scratch for its header. Returns the bytes copied,
+ * 0 for another kind of string or a fault.
+ */
+static __always_inline __u32 py_ascii(struct uw_python *py, char *dst, __u32 cap, __u64 str)
+{
+	__u32 data = py->l.unicode_data & 63, state, n;
+	__u64 len;
+
+	if (!str || read_user(py->name, data, str))
+		return 0;
+	len = py_u64(py->name, sizeof(py->name), py->l.unicode_length);
+	state = py_u32(py->name, sizeof(py->name), py->l.unicode_state);
+	if ((state >> 5 & 3) != 3)
+		return 0;
+	n = len < cap ? (__u32)len : cap;
+	barrier_var(n);
+	n &= (cap - 1) | cap;
+	if (n > cap || read_user(dst, n, str + data))
+		return 0;
+	return n;
+}
+
 /* The instruction the frame in py->fr runs, in code units, or IGNIS_PY_LASTI_NONE. */
 static __always_inline __u64 py_lasti(const struct uw_python *py, __u64 code)
 {
@@ -242,7 +269,8 @@ static __always_inline int py_step(struct uw_python *py, struct ignis_stack *sta
 	ck.start_time = key->start_time;
 	ck.code = code;
 	ck.identity = identity;
-	serial = py_code_serial(&ck);
+	serial = py_code_serial(&ck, py,
+				(__s32)py_u32(py->co, IGNIS_PY_CODE_READ, py->l.code_firstlineno));
 	slot = len;
 	barrier_var(slot);
 	slot &= IGNIS_MAX_STACK_DEPTH - 1;

@@ -44,6 +44,8 @@ _Static_assert(FRAME_PY == IGNIS_USER_IP_PY && FRAME_PY_LASTI_SHIFT == IGNIS_PY_
 	       "Python frame marks of samples.h and bpf/profiler.h");
 _Static_assert(FRAME_EXACT == IGNIS_USER_IP_EXACT && FRAME_BY_FP == IGNIS_USER_IP_FP,
 	       "frame marks of samples.h and bpf/profiler.h");
+_Static_assert(PY_EVENT_NAME == IGNIS_PY_EVENT_NAME && PY_EVENT_FILE == IGNIS_PY_EVENT_FILE,
+	       "Python event names of samples.h and bpf/profiler.h");
 _Static_assert(STACK_MAX_DEPTH == IGNIS_MAX_STACK_DEPTH && COMM_LEN == IGNIS_COMM_LEN,
 	       "sizes of samples.h and bpf/profiler.h");
 

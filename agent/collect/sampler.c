@@ -201,7 +201,13 @@ static int handle_event(void *ctx, void *data, size_t size)
 			.serial = pe->serial,
 			.code = pe->code,
 			.identity = pe->identity,
+			.firstlineno = pe->firstlineno,
 		};
+		size_t n = pe->name_len < PY_EVENT_NAME ? pe->name_len : PY_EVENT_NAME;
+
+		memcpy(pev.name, pe->name, n);
+		n = pe->file_len < PY_EVENT_FILE ? pe->file_len : PY_EVENT_FILE;
+		memcpy(pev.filename, pe->file, n);
 
 		return s->opts.on_py_code ? s->opts.on_py_code(s->opts.ctx, &pev) : 0;
 	}

@@ -81,6 +81,10 @@ struct proc_event {
 	char comm[COMM_LEN]; /* the group leader's name */
 };
 
+/* Bytes of the names a code event carries at most (IGNIS_PY_EVENT_NAME, _FILE). */
+#define PY_EVENT_NAME 128
+#define PY_EVENT_FILE 256
+
 /* A Python code object the BPF walker met first (struct ignis_py_code_event). */
 struct py_code_event {
 	uint32_t tgid;
@@ -89,6 +93,9 @@ struct py_code_event {
 	uint64_t serial; /* as the frames carry it */
 	uint64_t code;	 /* address of the code object in the process */
 	uint32_t identity;
+	int32_t firstlineno;		/* as the walker saw them */
+	char name[PY_EVENT_NAME + 1];	/* its qualified name, "" if not ASCII */
+	char filename[PY_EVENT_FILE + 1]; /* its file name, "" if not ASCII */
 };
 
 /* A stack, trimmed to its frames, leaf first. */

@@ -415,9 +415,32 @@ static int read_code(struct pycode_cache *c, pid_t pid, const struct py_layout *
 	return 0;
 }
 
+/* An entry from what the walker saw: names, first line, no line table. */
+static struct code_entry *seen_entry(const struct pycode_seen *seen, enum linetable_kind kind,
+				     uint64_t code, uint32_t identity)
+{
+	size_t name_len = strnlen(seen->name, MAX_STR_CHARS);
+	size_t file_len = strnlen(seen->filename, MAX_STR_CHARS);
+	struct code_entry *e = calloc(1, sizeof(*e) + name_len + 1 + file_len + 1);
+
+	if (!e)
+		return NULL;
+	e->code = code;
+	e->identity = identity;
+	e->firstlineno = seen->firstlineno;
+	e->kind = kind;
+	memcpy(e->data, seen->name, name_len);
+	memcpy(e->data + name_len + 1, seen->filename, file_len);
+	e->name = e->data;
+	e->filename = e->data + name_len + 1;
+	e->bytes = sizeof(*e) + name_len + file_len + 2;
+	return e;
+}
+
 int pycode_cache__add(struct pycode_cache *c, pid_t pid, uint32_t tgid, uint64_t start_time,
 		      uint32_t exec_id, const struct py_layout *layout, uint32_t version_hex,
-		      uint64_t code_type, uint64_t serial, uint64_t code, uint32_t identity)
+		      uint64_t code_type, uint64_t serial, uint64_t code, uint32_t identity,
+		      const struct pycode_seen *seen)
 {
 	struct code_entry probe = { .code = code, .identity = identity }, *e;
 	enum linetable_kind kind;
@@ -444,18 +467,23 @@ int pycode_cache__add(struct pycode_cache *c, pid_t pid, uint32_t tgid, uint64_t
 		return -ENOSPC;
 	}
 	err = read_code(c, pid, layout, kind, code_type, code, identity, &e);
-	if (err == -ESTALE) {
+	if (err == -ESTALE)
 		c->st.stale++;
-		return err;
-	}
-	if (err == -EINVAL) {
+	else if (err == -EINVAL)
 		c->st.malformed++;
+	else if (err && err != -ENOMEM)
+		c->st.faults++;
+	if (err && err != -ENOMEM && seen && seen->name && seen->name[0] && seen->filename) {
+		/* Too late to read it as the walker saw it: the walker's copies name it. */
+		e = seen_entry(seen, kind, code, identity);
+		if (!e)
+			return -ENOMEM;
+		c->st.from_walker++;
+		err = 0;
+	} else if (err) {
 		return err;
-	}
-	if (err) {
-		if (err != -ENOMEM)
-			c->st.faults++;
-		return err;
+	} else {
+		c->st.read++;
 	}
 	if (c->st.bytes + e->bytes + SERIAL_BYTES > c->max_bytes) {
 		free(e);
@@ -478,7 +506,6 @@ int pycode_cache__add(struct pycode_cache *c, pid_t pid, uint32_t tgid, uint64_t
 	img->bytes += e->bytes;
 	c->st.bytes += e->bytes;
 	c->st.held++;
-	c->st.read++;
 	return 0;
 }
 

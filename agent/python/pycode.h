@@ -30,6 +30,7 @@ struct pycode_stats {
 	uint64_t shared;    /* serials that named a code object read before (same process,
 			     * address and identity) */
 	uint64_t stale;	    /* identity mismatch: freed and reused before it was read */
+	uint64_t from_walker; /* named from the walker's copies: read too late, no lines */
 	uint64_t faults;    /* reads that failed (process gone, bad pointer, not a code object) */
 	uint64_t malformed; /* strings or line tables that did not check out */
 	uint64_t over_budget; /* not read: the cache's budget was spent */
@@ -50,6 +51,14 @@ struct pycode_frame {
 	int32_t line; /* of the frame's instruction, 0 when unknown */
 };
 
+/* What the walker saw of a code object when it announced it (its copies of compact ASCII
+ * names, "" otherwise): names it when it can no longer be read. */
+struct pycode_seen {
+	const char *name;
+	const char *filename;
+	int32_t firstlineno;
+};
+
 /* max_bytes: a budget for all processes' code objects; past it new ones are not read (counted). */
 struct pycode_cache *pycode_cache__new(uint64_t max_bytes);
 void pycode_cache__free(struct pycode_cache *c);
@@ -63,12 +72,15 @@ void pycode_cache__free(struct pycode_cache *c);
  * shared with an earlier serial), -ESTALE (identity mismatch: the name or first line read
  * now is not what the walker hashed), -EFAULT/-ESRCH/-EPERM (unreadable), -EINVAL (not a code
  * object, malformed strings, a bad argument), -ENOTSUP (a version without a line-table
- * format), -ENOSPC (over the budget), -ENOMEM. Every outcome is counted.
+ * format), -ENOSPC (over the budget), -ENOMEM. Every outcome is counted. When the object
+ * cannot be read as the walker saw it (stale, gone, unreadable) but seen (may be NULL) has a
+ * name, the serial is named from seen, without a line table (counted as from_walker), and
+ * 0 is returned.
  */
 int pycode_cache__add(struct pycode_cache *c, pid_t pid, uint32_t tgid, uint64_t start_time,
 		      uint32_t exec_id, const struct py_layout *layout, uint32_t version_hex,
-		      uint64_t code_type, uint64_t serial, uint64_t code,
-		      uint32_t identity) __must_check;
+		      uint64_t code_type, uint64_t serial, uint64_t code, uint32_t identity,
+		      const struct pycode_seen *seen) __must_check;
 
 /*
  * The frame for serial at instruction lasti (code units; IGNIS_PY_LASTI_NONE: unknown) of

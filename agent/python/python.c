@@ -123,6 +123,7 @@ void python_bpf_proc(const struct proc_id *id, const struct py_interp *in,
 	out->layout.frame_entry = l->frame_entry;
 	out->layout.code_name = l->code_qualname != PY_FIELD_NONE ? l->code_qualname : l->code_name;
 	out->layout.code_firstlineno = l->code_firstlineno;
+	out->layout.code_filename = l->code_filename;
 	out->layout.code_code = l->code_code;
 	out->layout.unicode_length = l->unicode_length;
 	out->layout.unicode_data = l->unicode_ascii_data;
@@ -138,7 +139,7 @@ void python_bpf_proc(const struct proc_id *id, const struct py_interp *in,
 static bool fits_walker(const struct py_layout *l)
 {
 	uint16_t frame[] = { l->frame_previous, l->frame_code, l->frame_lasti };
-	uint16_t code[] = { l->code_firstlineno,
+	uint16_t code[] = { l->code_firstlineno, l->code_filename,
 			    l->code_qualname != PY_FIELD_NONE ? l->code_qualname : l->code_name };
 	size_t i;
 
@@ -280,6 +281,7 @@ int python__code_event(struct python *py, const struct py_code_event *ev)
 	struct proc_id id = { .tgid = ev->tgid, .exec_id = ev->exec_id,
 			      .start_time = ev->start_time };
 	struct py_image *pi = hashmap__find(&py->images, &id);
+	struct pycode_seen seen;
 	int err;
 
 	py->stats.code_events++;
@@ -287,9 +289,11 @@ int python__code_event(struct python *py, const struct py_code_event *ev)
 		py->stats.code_unknown++;
 		return 0;
 	}
+	seen = (struct pycode_seen){ .name = ev->name, .filename = ev->filename,
+				     .firstlineno = ev->firstlineno };
 	err = pycode_cache__add(py->codes, (pid_t)ev->tgid, ev->tgid, ev->start_time,
 				ev->exec_id, &pi->interp.layout, pi->interp.version_hex,
-				pi->interp.code_type, ev->serial, ev->code, ev->identity);
+				pi->interp.code_type, ev->serial, ev->code, ev->identity, &seen);
 	if (err && err != -ESTALE && err != -ESRCH && err != -EFAULT)
 		pr_debug("pid %u: Python code object %#llx: %s", ev->tgid,
 			 (unsigned long long)ev->code, strerror(-err));

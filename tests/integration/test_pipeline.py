@@ -231,12 +231,12 @@ def test_sample_accounting():
 
 
 def test_python_busy_loop():
-    """Debian's python3, no debug packages: the interpreter loop is named, and only within
-    its extent."""
+    """Debian's python3, no debug packages, as native code (--no-python: test_python.py has
+    its Python frames): the interpreter loop is named, and only within its extent."""
     agent, _, pid = run_with_agent(
         ["/usr/bin/python3", "-c",
          "import time\nend = time.time() + 3\nx = 0\nwhile time.time() < end:\n"
-         "    for i in range(10000):\n        x += i * 2\n"])
+         "    for i in range(10000):\n        x += i * 2\n"], agent_args=("--no-python",))
     profiles = profiles_of(agent)
     pairs = merged_samples(profiles, pid=pid)
     leaves = {}

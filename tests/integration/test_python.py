@@ -68,9 +68,10 @@ def interpreters():
 
 
 def marker_line(name, marker):
+    """The line carrying the comment '# MARKER' (not a mention of it in a docstring)."""
     with open(script(name)) as f:
         for n, line in enumerate(f, 1):
-            if marker in line:
+            if re.search(r"#\s*" + re.escape(marker) + r"\b", line):
                 return n
     raise AssertionError(f"no {marker} in {name}")
 

@@ -191,7 +191,7 @@ static void check_interpreter(const char *version, const char *python)
 			assert_int_equal(id, ignis_py_identity((const __u8 *)cc->name,
 							       strlen(cc->name), 1, cc->firstlineno));
 		assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type,
-						   i + 1, cc->addr, id),
+						   i + 1, cc->addr, id, NULL),
 				 0);
 		assert_true(pycode_cache__frame(c, IMG, i + 1, cc->unit, &f));
 		if (strlen(cc->name) >= PYCODE_STR_MAX) {
@@ -215,7 +215,7 @@ static void check_interpreter(const char *version, const char *python)
 	/* A second serial for the same code object: no read. */
 	id = walker_identity(&ch, &l, &ch.codes[0]);
 	assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type, 100,
-					   ch.codes[0].addr, id),
+					   ch.codes[0].addr, id, NULL),
 			 0);
 	pycode_cache__stats(c, &st);
 	assert_int_equal(st.read, ch.nr);
@@ -225,20 +225,39 @@ static void check_interpreter(const char *version, const char *python)
 
 	/* What the walker hashed is not what is there now: freed and reused. */
 	assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type, 101,
-					   ch.codes[1].addr, id ^ 0x10),
+					   ch.codes[1].addr, id ^ 0x10, NULL),
 			 -ESTALE);
 	assert_false(pycode_cache__frame(c, IMG, 101, 0, &f));
+	/* ... unless the walker's copies of the names came with the announcement: they name
+	 * it, without lines. */
+	{
+		struct pycode_seen seen = { .name = "gen_7", .filename = "<churn 3>",
+					    .firstlineno = 4 };
+
+		assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion,
+						   ch.code_type, 105, ch.codes[1].addr, id ^ 0x10,
+						   &seen),
+				 0);
+		assert_true(pycode_cache__frame(c, IMG, 105, ch.codes[1].unit, &f));
+		assert_string_equal(f.name, "gen_7");
+		assert_string_equal(f.filename, "<churn 3>");
+		assert_int_equal(f.firstlineno, 4);
+		assert_int_equal(f.line, 0);
+		pycode_cache__stats(c, &st);
+		assert_int_equal(st.from_walker, 1);
+		assert_int_equal(st.stale, 2);
+	}
 	/* No code object there; nothing mapped there; a serial never announced. */
 	assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type, 102,
-					   ch.str_obj, id),
+					   ch.str_obj, id, NULL),
 			 -EINVAL);
 	assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type, 103,
-					   ch.int_obj, id),
+					   ch.int_obj, id, NULL),
 			 -EINVAL);
 	assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type, 104,
-					   4096, id),
+					   4096, id, NULL),
 			 -EFAULT);
-	assert_false(pycode_cache__frame(c, IMG, 105, 0, &f));
+	assert_false(pycode_cache__frame(c, IMG, 106, 0, &f));
 	/* Another image of the same tgid (an exec) has none of them. */
 	assert_false(pycode_cache__frame(c, (uint32_t)ch.pid, 1000, 2, 1, 0, &f));
 	pycode_cache__stats(c, &st);
@@ -258,7 +277,7 @@ static void check_interpreter(const char *version, const char *python)
 	c = pycode_cache__new(1 << 20);
 	assert_non_null(c);
 	assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type, 1,
-					   ch.codes[0].addr, walker_identity(&ch, &l, &ch.codes[0])),
+					   ch.codes[0].addr, walker_identity(&ch, &l, &ch.codes[0]), NULL),
 			 0);
 	pycode_cache__stats(c, &st);
 	pycode_cache__free(c);
@@ -267,7 +286,7 @@ static void check_interpreter(const char *version, const char *python)
 	for (i = 0; i < 3; i++)
 		assert_int_equal(pycode_cache__add(c, ch.pid, IMG, &l, ch.hexversion, ch.code_type,
 						   i + 1, ch.codes[i].addr,
-						   walker_identity(&ch, &l, &ch.codes[i])),
+						   walker_identity(&ch, &l, &ch.codes[i]), NULL),
 				 i ? -ENOSPC : 0);
 	pycode_cache__stats(c, &st);
 	assert_int_equal(st.read, 1);
@@ -303,14 +322,14 @@ static void test_bad_arguments(void **state)
 
 	(void)state;
 	layout_of(12, &l);
-	assert_int_equal(pycode_cache__add(c, getpid(), 1, 2, 3, &l, 0x030c01f0, 1, 0, 0x1000, 1),
+	assert_int_equal(pycode_cache__add(c, getpid(), 1, 2, 3, &l, 0x030c01f0, 1, 0, 0x1000, 1, NULL),
 			 -EINVAL);
-	assert_int_equal(pycode_cache__add(c, getpid(), 1, 2, 3, &l, 0x030c01f0, 1, 1, 0, 1),
+	assert_int_equal(pycode_cache__add(c, getpid(), 1, 2, 3, &l, 0x030c01f0, 1, 1, 0, 1, NULL),
 			 -EINVAL);
-	assert_int_equal(pycode_cache__add(c, getpid(), 1, 2, 3, &l, 0x030701f0, 1, 1, 0x1000, 1),
+	assert_int_equal(pycode_cache__add(c, getpid(), 1, 2, 3, &l, 0x030701f0, 1, 1, 0x1000, 1, NULL),
 			 -ENOTSUP);
 	l.code_linetable = PY_FIELD_NONE;
-	assert_int_equal(pycode_cache__add(c, getpid(), 1, 2, 3, &l, 0x030c01f0, 1, 1, 0x1000, 1),
+	assert_int_equal(pycode_cache__add(c, getpid(), 1, 2, 3, &l, 0x030c01f0, 1, 1, 0x1000, 1, NULL),
 			 -EINVAL);
 	assert_false(pycode_cache__frame(c, 1, 2, 3, 1, 0, &f));
 	pycode_cache__forget(c, 1, 2, 3);

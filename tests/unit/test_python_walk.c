@@ -37,6 +37,9 @@ static struct {
 	__u64 fsbase;
 	__u64 stats[IGNIS_NR_GENS * STAT_NR];
 	struct ignis_py_code_key codes[64];
+	char names[64][IGNIS_PY_EVENT_NAME + 1]; /* as the announcement copies them */
+	char files[64][IGNIS_PY_EVENT_FILE + 1];
+	__s32 firstlinenos[64];
 	unsigned int nr_codes;
 } w;
 
@@ -59,17 +62,27 @@ static inline __u64 py_fsbase(void)
 	return w.fsbase;
 }
 
-/* Serials 1, 2, ... in the order code objects are met; the same key, the same serial. */
-static inline __u64 py_code_serial(const struct ignis_py_code_key *key)
+/* Serials 1, 2, ... in the order code objects are met; the same key, the same serial. The
+ * names are copied as maps.bpf.h's announcement copies them. */
+static inline __u64 py_code_serial(const struct ignis_py_code_key *key, struct uw_python *py,
+				   __s32 firstlineno)
 {
-	unsigned int i;
+	unsigned int i, n;
 
 	for (i = 0; i < w.nr_codes; i++)
 		if (!memcmp(&w.codes[i], key, sizeof(*key)))
 			return i + 1;
 	if (w.nr_codes == ARRAY_SIZE(w.codes))
 		return 0;
-	w.codes[w.nr_codes++] = *key;
+	i = w.nr_codes++;
+	w.codes[i] = *key;
+	w.firstlinenos[i] = firstlineno;
+	n = py_ascii(py, w.names[i], IGNIS_PY_EVENT_NAME,
+		     py_u64(py->co, IGNIS_PY_CODE_READ, py->l.code_name));
+	w.names[i][n] = '\0';
+	n = py_ascii(py, w.files[i], IGNIS_PY_EVENT_FILE,
+		     py_u64(py->co, IGNIS_PY_CODE_READ, py->l.code_filename));
+	w.files[i][n] = '\0';
 	return w.nr_codes;
 }
 
@@ -257,6 +270,10 @@ static void check_version(const char *python, unsigned int minor)
 				 ignis_py_identity((const __u8 *)name, strlen(name), 1,
 						   expected[i].firstlineno));
 		assert_int_equal(w.codes[i].tgid, (uint32_t)c.pid);
+		/* The announcement's copies: the name, the file ("<string>" for -c), the line. */
+		assert_string_equal(w.names[i], name);
+		assert_string_equal(w.files[i], "<string>");
+		assert_int_equal(w.firstlinenos[i], expected[i].firstlineno);
 		/* Every frame is inside its code: a call's instruction, never the first. */
 		assert_true(lasti != IGNIS_PY_LASTI_NONE && lasti > 0 && lasti < 4096);
 	}

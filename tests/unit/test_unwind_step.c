@@ -95,8 +95,11 @@ static inline __u64 py_fsbase(void)
 	return FSBASE;
 }
 
-static inline __u64 py_code_serial(const struct ignis_py_code_key *key)
+static inline __u64 py_code_serial(const struct ignis_py_code_key *key, struct uw_python *py,
+				   __s32 firstlineno)
 {
+	(void)py;
+	(void)firstlineno;
 	unsigned int i;
 
 	for (i = 0; i < nr_py_codes; i++)

@@ -17,6 +17,11 @@
  * the interpreter's gilstate TSS key (not the GIL holder's, which is another thread's stack
  * half the time).
  *
+ * When the native walk is cut short (no table yet for a library, a read fault), the Python
+ * frames not yet put in are still known from the chain: they follow the native frames, in
+ * order, before the stack's [truncated] end (py->drain), so a Python stack stays whole even
+ * where the native one is not.
+ *
  * A frame is one stack slot: IGNIS_USER_IP_PY | lasti << IGNIS_PY_LASTI_SHIFT | serial. Every
  * code object must have ob_type == &PyCode_Type, or the walk stops (counted). Its serial comes
  * from py_codes, keyed by (image, address, identity); a code object met for the first time
@@ -48,6 +53,8 @@ struct uw_python {
 	__u32 started; /* frame holds the thread's chain (read on the first eval frame) */
 	__u32 emitted; /* Python frames put in for the current eval frame */
 	__u32 total;   /* Python frames put in for the stack */
+	__u32 drain;   /* the native walk was cut: the rest of the chain goes in, in order */
+	__u32 pad;
 	__u64 frame; /* address of the next Python frame to emit, 0: none */
 	__u64 eval_start[IGNIS_PY_EVAL_RANGES];
 	__u64 eval_end[IGNIS_PY_EVAL_RANGES];
@@ -123,7 +130,9 @@ static __always_inline int py_begin(struct uw_python *py, __u32 g)
 		return -1;
 	}
 	if (!tstate) {
-		stat_inc(g, STAT_PY_NO_THREAD_STATE);
+		/* A thread that runs no Python is no failure when a cut native walk asks. */
+		if (!py->drain)
+			stat_inc(g, STAT_PY_NO_THREAD_STATE);
 		return 0;
 	}
 	if (read_user(&frame, sizeof(frame), tstate + py->l.tstate_frame)) {
@@ -244,7 +253,7 @@ static __always_inline int py_step(struct uw_python *py, struct ignis_stack *sta
 	if (py->l.entry_kind == PY_ENTRY_OWNER && entry == py->l.owner_cstack) {
 		/* The eval call's own marker: its frames end here. */
 		py->frame = prev;
-		return PY_STEP_DONE;
+		return py->drain ? PY_STEP_FRAME : PY_STEP_DONE;
 	}
 	code = py_u64(py->fr, IGNIS_PY_FRAME_READ, py->l.frame_code);
 	if (read_user(py->co, IGNIS_PY_CODE_READ, code)) {
@@ -282,7 +291,8 @@ static __always_inline int py_step(struct uw_python *py, struct ignis_stack *sta
 	stat_inc(g, STAT_PY_FRAMES);
 
 	py->frame = prev;
-	if (py->l.entry_kind == PY_ENTRY_EVAL || (py->l.entry_kind == PY_ENTRY_FLAG && entry))
+	if (!py->drain &&
+	    (py->l.entry_kind == PY_ENTRY_EVAL || (py->l.entry_kind == PY_ENTRY_FLAG && entry)))
 		return PY_STEP_DONE;
 	return PY_STEP_FRAME;
 }

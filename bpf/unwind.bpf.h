@@ -315,6 +315,7 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
 	uw->py.started = 0;
 	uw->py.frame = 0;
 	uw->py.total = 0;
+	uw->py.drain = 0;
 	uw->key = *key;
 	stack->len = 0;
 }
@@ -333,6 +334,12 @@ static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack
 	int r = STEP_CONTINUE, p;
 
 	for (i = 0; i < UNWIND_FRAMES_PER_RUN; i++) {
+		if (uw->py.drain) {
+			/* The native walk was cut: the rest of the Python chain, then the end. */
+			if (UNWIND_PYTHON(uw, stack) == PY_STEP_FRAME)
+				continue;
+			return STEP_TRUNCATED;
+		}
 		if (uw->python) {
 			p = UNWIND_PYTHON(uw, stack);
 			if (p == PY_STEP_FRAME)
@@ -349,6 +356,12 @@ static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack
 			if (!uw->pending) {
 				r = step(uw, uw->leaf);
 				uw->leaf = 0;
+				if (r == STEP_TRUNCATED && uw->py.on &&
+				    (uw->py.frame || !uw->py.started)) {
+					uw->py.drain = 1;
+					r = STEP_CONTINUE;
+					continue;
+				}
 				if (r != STEP_CONTINUE)
 					break;
 			}

@@ -303,7 +303,7 @@ def judge_hot(profiles, result, label, path):
         others = [(f, c) for f, c in stacks if py_names(f)[:1] != ["hot"]]
         problems.append(f"{label}: hot is the leaf Python frame of {n_hot} of {total} "
                         f"samples ({judged} judged, start-up left out); others:{worst(others)}")
-    good = 0
+    good = cut = 0
     bad = []
     for frames, count in hot:
         py = [f for f in frames if f["python"]]
@@ -312,7 +312,11 @@ def judge_hot(profiles, result, label, path):
               all(f["line"] == calls[f["function"]] for f in py[1:]) and
               all(f["file"] == path for f in py) and
               not any(EVAL.match(f["function"]) for f in frames))
-        if ok:
+        if ok and names(frames)[-1] == "[truncated]":
+            # The native walk was cut (the process's tables were still being built: seven
+            # interpreters start at once); the Python chain is whole regardless.
+            cut += count
+        elif ok:
             # Python frames where they run: the native walk goes on under <module> to the
             # interpreter's entry point.
             rest = names(frames)[names(frames).index("<module>") + 1:]
@@ -322,6 +326,8 @@ def judge_hot(profiles, result, label, path):
             good += count
         else:
             bad.append((frames, count))
+    if n_hot and cut > 0.15 * n_hot:
+        problems.append(f"{label}: {cut} of {n_hot} samples in hot have a cut native walk")
     if n_hot and good < 0.95 * n_hot:
         problems.append(f"{label}: of {n_hot} samples in hot, {good} have hot:{first}-{last} "
                         f"<- work:{calls['work']} <- main:{calls['main']} <- "
@@ -497,7 +503,8 @@ def test_code_churn_never_names_a_function_that_was_not_running():
     """churn.py (Debian's 3.11): round after round, exec() of fresh source defining gen_<2k>
     (run for ~4 ms) and gen_<2k+1> (never run), both freed at once, their addresses reused
     by the next round's: no sample carries a gen_ name the program did not run, a gen_
-    frame's line lies in that function's own lines (def on line 1 + k % 7, body to 6 + k % 7),
+    frame's line, where known, lies in that function's own lines (def on line 1 + k % 7, body
+    to 6 + k % 7),
     and most (over half) of the samples the program spent in gen_ functions (by its own
     measure of their CPU time) are named."""
     run = shared("lifecycle", lifecycle_run)
@@ -514,7 +521,9 @@ def test_code_churn_never_names_a_function_that_was_not_running():
             k = int(GEN.match(f["function"]).group(1)) // 2
             if f["function"] not in ran:
                 wrong.append((frames, count))
-            elif not (k % 7 + 1 <= f["line"] <= k % 7 + 6):
+            elif f["line"] and not (k % 7 + 1 <= f["line"] <= k % 7 + 6):
+                # Line 0: its code object was freed before the agent could read its line
+                # table (it is named from the walker's copies); any other line must be its.
                 misplaced.append((frames, count))
         if gens:
             named += count

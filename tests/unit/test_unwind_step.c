@@ -732,6 +732,43 @@ static void test_python_frames_replace_the_eval_frame(void **state)
 	CHECK_IPS(&wk, py_word(0, 1), EXE + R_OUTERMOST + 0xa);
 }
 
+/*
+ * A native walk cut short past an eval frame (a rule it cannot follow): the Python frames
+ * not put in yet follow the native ones, in order, and the stack ends truncated. Cut before
+ * any eval frame, the whole chain follows.
+ */
+static void test_python_chain_survives_a_cut_native_walk(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	python_stack();
+	py_frame(0, "inner", PY_FRAME(1), false);
+	py_frame(1, "Outer.method", PY_FRAME(2), true);
+	py_frame(2, "<module>", 0, true);
+	poke(S + 0x1c8, EXE + R_UNSUPP + 0x10); /* the outermost frame's place */
+	walk_begin(&wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_FLAG);
+	walk_run(&wk);
+	CHECK_IPS(&wk, LIB + 0x100, py_word(0, 1), py_word(1, 2), EXE + R_NOFP_BODY,
+		  EXE + R_UNSUPP + 0x10, py_word(2, 3));
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats2(0, STAT_UNWIND_UNSUPPORTED, 1, STAT_PY_FRAMES, 3);
+
+	/* Cut at the leaf's caller, before the eval frame: every Python frame follows. */
+	python_stack();
+	py_frame(0, "inner", PY_FRAME(1), false);
+	py_frame(1, "Outer.method", PY_FRAME(2), true);
+	py_frame(2, "<module>", 0, true);
+	poke(S + 0x108, EXE + R_UNSUPP + 0x10);
+	walk_begin(&wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	python_on(&wk.uw.py, PY_ENTRY_FLAG);
+	walk_run(&wk);
+	CHECK_IPS(&wk, LIB + 0x100, EXE + R_UNSUPP + 0x10, py_word(0, 1), py_word(1, 2),
+		  py_word(2, 3));
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+}
+
 /* Memory that is no code object: the eval frame stays as it is, counted, native from there. */
 static void test_python_walk_stops_at_a_bad_code_object(void **state)
 {
@@ -822,4 +859,5 @@ UNIT_MAIN("unwind_step", cmocka_unit_test(test_tables_walk_to_the_outermost_fram
 	  cmocka_unit_test(test_depth_limit_cuts_the_stack),
 	  cmocka_unit_test(test_python_frames_replace_the_eval_frame),
 	  cmocka_unit_test(test_python_walk_stops_at_a_bad_code_object),
+	  cmocka_unit_test(test_python_chain_survives_a_cut_native_walk),
 	  cmocka_unit_test(test_searches_find_the_covering_entry))

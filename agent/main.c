@@ -525,8 +525,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	if (cfg.kernel_stacks)
 		kernel_symbols = kernel_load_kallsyms(a.symbolizer);
-	if (start_unwinder(&a) || start_python(&a) || (kube_url && start_kubernetes(&a, &cfg, kube_url)) ||
-	    start_windows(&a, kernel_symbols))
+	if (start_unwinder(&a) || start_python(&a) ||
+	    (kube_url && start_kubernetes(&a, &cfg, kube_url)) || start_windows(&a, kernel_symbols))
 		goto cleanup;
 	pr_info("profiling %u CPUs at %u Hz%s; a profile every %u s%s%s%s%s",
 		sampler__nr_cpus(a.sampler), cfg.frequency_hz,

@@ -167,7 +167,8 @@ _Static_assert(sizeof(struct ignis_proc_state) == 32, "ignis_proc_state size");
 #define PROC_EVENT_MMAP 2 /* its executable mappings changed (dlopen): capture again */
 #define PROC_EVENT_EXEC 3 /* execve() replaced the image */
 #define PROC_EVENT_EXIT 4 /* the last thread exited */
-#define PROC_EVENT_PY_CODE 5 /* a Python code object met for the first time: struct
+#define PROC_EVENT_PY_CODE \
+	5 /* a Python code object met for the first time: struct
 			     * ignis_py_code_event, not ignis_proc_event */
 #endif
 
@@ -240,10 +241,12 @@ _Static_assert(sizeof(struct ignis_py_code_event) == 48 + IGNIS_PY_EVENT_NAME + 
 #define PY_LASTI_PTR	   2 /* a pointer into the code object's bytecode (3.11+) */
 
 /* layout.entry_kind: which Python frames one native eval-loop frame runs */
-#define PY_ENTRY_EVAL  0 /* one (3.8-3.10: every Python call is a C call of the eval loop) */
-#define PY_ENTRY_FLAG  1 /* up to and including the frame whose byte at frame_entry is
+#define PY_ENTRY_EVAL 0 /* one (3.8-3.10: every Python call is a C call of the eval loop) */
+#define PY_ENTRY_FLAG \
+	1 /* up to and including the frame whose byte at frame_entry is
 			  * nonzero (3.11: is_entry) */
-#define PY_ENTRY_OWNER 2 /* up to a frame whose byte at frame_entry is owner_cstack, which is
+#define PY_ENTRY_OWNER \
+	2		       /* up to a frame whose byte at frame_entry is owner_cstack, which is
 			  * no Python frame but the eval call's own marker (3.12+:
 			  * FRAME_OWNED_BY_CSTACK) */
 #define IGNIS_PY_EVAL_RANGES 2 /* the eval loop and its .cold part */
@@ -275,15 +278,15 @@ struct ignis_py_layout {
 	__u8 entry_kind;      /* PY_ENTRY_* */
 	__u8 owner_cstack;    /* PY_ENTRY_OWNER's marker value */
 	__u8 pad[3];
-	__u64 code_type;      /* runtime address of PyCode_Type: every frame's code's ob_type */
+	__u64 code_type; /* runtime address of PyCode_Type: every frame's code's ob_type */
 };
 _Static_assert(sizeof(struct ignis_py_layout) == 40, "ignis_py_layout size");
 
 /* A process image the agent attached as CPython. */
 struct ignis_py_proc {
-	__u64 start_time; /* as sample_key.start_time */
-	__u32 exec_id;	  /* as sample_key.exec_id */
-	__u32 tgid;	  /* its own key: a reused element is noticed */
+	__u64 start_time;			/* as sample_key.start_time */
+	__u32 exec_id;				/* as sample_key.exec_id */
+	__u32 tgid;				/* its own key: a reused element is noticed */
 	__u64 eval_start[IGNIS_PY_EVAL_RANGES]; /* runtime [start, end) of the eval loop's */
 	__u64 eval_end[IGNIS_PY_EVAL_RANGES];	/* parts; an unused range is 0, 0 */
 	__s32 tss_data_off; /* fs base + tss_data_off + 16 * tss_key: the thread's state */

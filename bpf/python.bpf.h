@@ -170,8 +170,7 @@ static __always_inline int py_identity(struct uw_python *py, __u32 g, __u32 *ide
 		want = len < IGNIS_PY_NAME_BYTES ? (__u32)len : IGNIS_PY_NAME_BYTES;
 		barrier_var(want);
 		want &= 63;
-		if (want > IGNIS_PY_NAME_BYTES ||
-		    read_user(py->name + data, want, name + data)) {
+		if (want > IGNIS_PY_NAME_BYTES || read_user(py->name + data, want, name + data)) {
 			stat_inc(g, STAT_PY_READ_FAULT);
 			return -1;
 		}

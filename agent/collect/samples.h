@@ -93,8 +93,8 @@ struct py_code_event {
 	uint64_t serial; /* as the frames carry it */
 	uint64_t code;	 /* address of the code object in the process */
 	uint32_t identity;
-	int32_t firstlineno;		/* as the walker saw them */
-	char name[PY_EVENT_NAME + 1];	/* its qualified name, "" if not ASCII */
+	int32_t firstlineno;		  /* as the walker saw them */
+	char name[PY_EVENT_NAME + 1];	  /* its qualified name, "" if not ASCII */
 	char filename[PY_EVENT_FILE + 1]; /* its file name, "" if not ASCII */
 };
 

@@ -32,7 +32,7 @@ struct agent_config {
 	uint32_t *pids;		     /* --pid filter, tgids */
 	size_t nr_pids;
 	bool kernel_stacks;
-	bool python; /* walk Python frames (--no-python: off) */
+	bool python;	  /* walk Python frames (--no-python: off) */
 	unsigned int top; /* print the N hottest functions after each window */
 	enum log_level log_level;
 	enum sampler_event event;

@@ -53,9 +53,9 @@ struct profile_line {
  * (DESIGN.md requirement 8). */
 enum location_tag {
 	TAG_NONE = 0,
-	TAG_TRUNCATED = 1, /* "[truncated]": the walk stopped before the outermost frame */
-	TAG_UNKNOWN = 2,   /* "[unknown]": an address in no mapping */
-	TAG_OTHER = 3,	   /* "[other stacks]": cold stacks folded to fit a server's limits */
+	TAG_TRUNCATED = 1,	/* "[truncated]": the walk stopped before the outermost frame */
+	TAG_UNKNOWN = 2,	/* "[unknown]": an address in no mapping */
+	TAG_OTHER = 3,		/* "[other stacks]": cold stacks folded to fit a server's limits */
 	TAG_PYTHON_UNNAMED = 4, /* "[unnamed Python frame]": a Python frame whose code object
 				 * could not be read or was not the one the walker met */
 	TAG_MAX,

@@ -141,8 +141,8 @@ static int locations_line(const uint8_t *t, size_t len, int32_t firstlineno, uin
 	return -ENOENT;
 }
 
-int linetable_line(enum linetable_kind kind, const uint8_t *table, size_t len,
-		   int32_t firstlineno, uint32_t unit, int32_t *line)
+int linetable_line(enum linetable_kind kind, const uint8_t *table, size_t len, int32_t firstlineno,
+		   uint32_t unit, int32_t *line)
 {
 	if (!table && len)
 		return -EINVAL;

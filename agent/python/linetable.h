@@ -42,7 +42,7 @@ int linetable_kind_for(unsigned major, unsigned minor, enum linetable_kind *kind
  * reach: 3.10+); -EINVAL when the table is malformed where the walk read it (3.11+: an entry
  * without its header bit or cut short; any: a line beyond int32). The walk is O(len).
  */
-int linetable_line(enum linetable_kind kind, const uint8_t *table, size_t len,
-		   int32_t firstlineno, uint32_t unit, int32_t *line) __must_check;
+int linetable_line(enum linetable_kind kind, const uint8_t *table, size_t len, int32_t firstlineno,
+		   uint32_t unit, int32_t *line) __must_check;
 
 #endif /* IGNIS_LINETABLE_H */

@@ -29,10 +29,10 @@
 #include "pycode.h"
 #include "pymem.h"
 
-#define OB_TYPE		8
-#define MAX_STR_CHARS	(PYCODE_STR_MAX - 1) /* characters read at most */
-#define MAX_CODE_READ	512		     /* bytes of a code object read at most */
-#define SERIAL_BYTES	32		     /* a serial's share of the maps, for the budget */
+#define OB_TYPE	      8
+#define MAX_STR_CHARS (PYCODE_STR_MAX - 1) /* characters read at most */
+#define MAX_CODE_READ 512		   /* bytes of a code object read at most */
+#define SERIAL_BYTES  32		   /* a serial's share of the maps, for the budget */
 
 struct image_key {
 	uint32_t tgid;
@@ -274,8 +274,8 @@ static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *o
  * string, the first min(length, IGNIS_PY_NAME_BYTES) bytes at unicode_ascii_data (in other
  * strings those bytes are fields CPython fills in lazily).
  */
-static int check_identity(pid_t pid, const struct py_layout *l, uint64_t addr,
-			  int32_t firstlineno, uint32_t identity)
+static int check_identity(pid_t pid, const struct py_layout *l, uint64_t addr, int32_t firstlineno,
+			  uint32_t identity)
 {
 	uint8_t name[IGNIS_PY_NAME_BYTES];
 	uint64_t len;
@@ -314,8 +314,8 @@ static bool layout_ok(const struct py_layout *l)
 /* The highest byte of the code object the layout names, + 1. */
 static size_t code_read_len(const struct py_layout *l)
 {
-	uint16_t fields[] = { l->code_filename, l->code_name, l->code_qualname,
-			      l->code_firstlineno, l->code_linetable };
+	uint16_t fields[] = { l->code_filename, l->code_name, l->code_qualname, l->code_firstlineno,
+			      l->code_linetable };
 	size_t i, end = OB_TYPE + 8;
 
 	for (i = 0; i < ARRAY_SIZE(fields); i++)
@@ -365,7 +365,8 @@ static int read_code(struct pycode_cache *c, pid_t pid, const struct py_layout *
 		return err;
 	if (get_u64(buf, OB_TYPE) != code_type)
 		return -EINVAL;
-	name_obj = get_u64(buf, l->code_qualname != PY_FIELD_NONE ? l->code_qualname : l->code_name);
+	name_obj =
+		get_u64(buf, l->code_qualname != PY_FIELD_NONE ? l->code_qualname : l->code_name);
 	firstlineno = (int32_t)get_u32(buf, l->code_firstlineno);
 	err = check_identity(pid, l, name_obj, firstlineno, identity);
 	if (err)

@@ -26,18 +26,18 @@ struct pycode_cache;
 
 /* Counters since pycode_cache__new(). */
 struct pycode_stats {
-	uint64_t read;	    /* code objects read */
-	uint64_t shared;    /* serials that named a code object read before (same process,
+	uint64_t read;	      /* code objects read */
+	uint64_t shared;      /* serials that named a code object read before (same process,
 			     * address and identity) */
-	uint64_t stale;	    /* identity mismatch: freed and reused before it was read */
+	uint64_t stale;	      /* identity mismatch: freed and reused before it was read */
 	uint64_t from_walker; /* named from the walker's copies: read too late, no lines */
-	uint64_t faults;    /* reads that failed (process gone, bad pointer, not a code object) */
-	uint64_t malformed; /* strings or line tables that did not check out */
+	uint64_t faults;      /* reads that failed (process gone, bad pointer, not a code object) */
+	uint64_t malformed;   /* strings or line tables that did not check out */
 	uint64_t over_budget; /* not read: the cache's budget was spent */
-	uint64_t no_lines;  /* kept without a line table (over PYCODE_TABLE_MAX) */
-	uint64_t held;	    /* code objects held now */
-	uint64_t serials;   /* serials held now */
-	uint64_t bytes;	    /* their memory, bytes */
+	uint64_t no_lines;    /* kept without a line table (over PYCODE_TABLE_MAX) */
+	uint64_t held;	      /* code objects held now */
+	uint64_t serials;     /* serials held now */
+	uint64_t bytes;	      /* their memory, bytes */
 };
 
 #define PYCODE_STR_MAX	 1024	     /* bytes of a kept name or file name, with its NUL */

@@ -29,10 +29,10 @@ _Static_assert(PY_ENTRY_KIND_EVAL == PY_ENTRY_EVAL && PY_ENTRY_KIND_FLAG == PY_E
 _Static_assert(PY_FIELD_NONE == IGNIS_PY_NONE, "the absent field of pylayout.h");
 
 enum py_state {
-	PY_PENDING,   /* not ready yet: attach again at next_ns */
-	PY_ATTACHED,  /* in py_procs */
-	PY_REFUSED,   /* not Python, or not supported: native frames only */
-	PY_GONE,      /* exited or exec'd: forgotten after gone_window is drained */
+	PY_PENDING,  /* not ready yet: attach again at next_ns */
+	PY_ATTACHED, /* in py_procs */
+	PY_REFUSED,  /* not Python, or not supported: native frames only */
+	PY_GONE,     /* exited or exec'd: forgotten after gone_window is drained */
 };
 
 struct py_image {
@@ -183,7 +183,7 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 	if (r == PY_ATTACH_NOT_READY && now - pi->first_ns < RETRY_UNTIL) {
 		pi->state = PY_PENDING;
 		pi->next_ns = now + (now - pi->first_ns < RETRY_FAST_UNTIL ? RETRY_FAST_NS :
-										RETRY_SLOW_NS);
+									     RETRY_SLOW_NS);
 		return;
 	}
 	if (r != PY_ATTACH_OK) {
@@ -278,7 +278,8 @@ void python__gone(struct python *py, uint32_t tgid, uint64_t start_time,
 
 int python__code_event(struct python *py, const struct py_code_event *ev)
 {
-	struct proc_id id = { .tgid = ev->tgid, .exec_id = ev->exec_id,
+	struct proc_id id = { .tgid = ev->tgid,
+			      .exec_id = ev->exec_id,
 			      .start_time = ev->start_time };
 	struct py_image *pi = hashmap__find(&py->images, &id);
 	struct pycode_seen seen;
@@ -289,11 +290,12 @@ int python__code_event(struct python *py, const struct py_code_event *ev)
 		py->stats.code_unknown++;
 		return 0;
 	}
-	seen = (struct pycode_seen){ .name = ev->name, .filename = ev->filename,
+	seen = (struct pycode_seen){ .name = ev->name,
+				     .filename = ev->filename,
 				     .firstlineno = ev->firstlineno };
-	err = pycode_cache__add(py->codes, (pid_t)ev->tgid, ev->tgid, ev->start_time,
-				ev->exec_id, &pi->interp.layout, pi->interp.version_hex,
-				pi->interp.code_type, ev->serial, ev->code, ev->identity, &seen);
+	err = pycode_cache__add(py->codes, (pid_t)ev->tgid, ev->tgid, ev->start_time, ev->exec_id,
+				&pi->interp.layout, pi->interp.version_hex, pi->interp.code_type,
+				ev->serial, ev->code, ev->identity, &seen);
 	if (err && err != -ESTALE && err != -ESRCH && err != -EFAULT)
 		pr_debug("pid %u: Python code object %#llx: %s", ev->tgid,
 			 (unsigned long long)ev->code, strerror(-err));
@@ -368,8 +370,8 @@ void python__release(struct python *py, uint64_t drained)
 	} while (n == ARRAY_SIZE(gone));
 }
 
-bool python__frame(struct python *py, const struct proc_image *img, uint64_t serial,
-		   uint32_t lasti, struct pycode_frame *out)
+bool python__frame(struct python *py, const struct proc_image *img, uint64_t serial, uint32_t lasti,
+		   struct pycode_frame *out)
 {
 	return pycode_cache__frame(py->codes, img->id.tgid, img->id.start_time, img->id.exec_id,
 				   serial, lasti, out);

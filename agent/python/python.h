@@ -25,11 +25,11 @@ struct py_code_event;
 struct symbolizer;
 
 struct python_opts {
-	struct proctab *proctab;   /* the images to attach (borrowed) */
-	int procs_fd;		   /* py_procs (borrowed) */
-	uint32_t max_procs;	   /* its entries */
+	struct proctab *proctab; /* the images to attach (borrowed) */
+	int procs_fd;		 /* py_procs (borrowed) */
+	uint32_t max_procs;	 /* its entries */
 	struct symbolizer *symbolizer;
-	uint64_t max_code_bytes;   /* budget of the code-object cache, bytes */
+	uint64_t max_code_bytes; /* budget of the code-object cache, bytes */
 };
 
 /* Counters since python__new(), and what is held now. */
@@ -68,8 +68,8 @@ int python__poll(struct python *py);
 void python__release(struct python *py, uint64_t drained);
 
 /* The frame of img for serial at lasti (a Python stack slot), false when it has no name. */
-bool python__frame(struct python *py, const struct proc_image *img, uint64_t serial,
-		   uint32_t lasti, struct pycode_frame *out);
+bool python__frame(struct python *py, const struct proc_image *img, uint64_t serial, uint32_t lasti,
+		   struct pycode_frame *out);
 
 void python__stats(const struct python *py, struct python_stats *stats);
 

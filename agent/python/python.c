@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 
 #include "../../bpf/profiler.h"
+#include "../../symbolizer/symbolizer.h"
 #include "collect/proctab.h"
 #include "collect/samples.h"
 #include "operate/log.h"
@@ -47,12 +48,66 @@ struct py_image {
 	struct py_interp interp;
 };
 
+/* Executables known to hold no interpreter, by build ID: a host execs the same few binaries
+ * over and over, and looking for _PyRuntime reads their symbol tables. */
+#define NOT_PYTHON_MAX 4096
+struct build_key {
+	uint8_t len;
+	uint8_t id[64];
+};
+
 struct python {
 	struct python_opts opts;
-	struct hashmap images; /* &py_image.id -> struct py_image */
+	struct hashmap images;	   /* &py_image.id -> struct py_image */
+	struct hashmap not_python; /* struct build_key * -> itself */
 	struct pycode_cache *codes;
 	struct python_stats stats;
 };
+
+static uint64_t hash_build(const void *k)
+{
+	const struct build_key *b = k;
+
+	return hash_bytes(b->id, b->len, b->len);
+}
+
+static bool equal_build(const void *a, const void *b)
+{
+	const struct build_key *x = a, *y = b;
+
+	return x->len == y->len && !memcmp(x->id, y->id, x->len);
+}
+
+/* The build ID of img's executable, false when it has none (or no object). */
+static bool exe_build_key(const struct proc_image *img, struct build_key *k)
+{
+	const uint8_t *id;
+	size_t i, len;
+
+	for (i = 0; i < img->nr_maps; i++) {
+		const struct proc_mapping *m = &img->maps[i];
+
+		if (!m->object || !m->name || strcmp(m->name, img->exe))
+			continue;
+		len = sym_object__build_id(m->object, &id);
+		if (!len || len > sizeof(k->id))
+			return false;
+		memset(k, 0, sizeof(*k));
+		k->len = (uint8_t)len;
+		memcpy(k->id, id, len);
+		return true;
+	}
+	return false;
+}
+
+static void forget_not_python(struct python *py)
+{
+	struct hashmap_entry *e;
+
+	hashmap__for_each(&py->not_python, e)
+		free(e->value);
+	hashmap__clear(&py->not_python);
+}
 
 static uint64_t hash_id(const void *k)
 {
@@ -76,6 +131,7 @@ struct python *python__new(const struct python_opts *opts)
 		return NULL;
 	py->opts = *opts;
 	hashmap__init(&py->images, hash_id, equal_id);
+	hashmap__init(&py->not_python, hash_build, equal_build);
 	py->codes = pycode_cache__new(opts->max_code_bytes);
 	if (!py->codes) {
 		free(py);
@@ -94,6 +150,8 @@ void python__free(struct python *py)
 	hashmap__for_each(&py->images, e)
 		free(e->value);
 	hashmap__fini(&py->images);
+	forget_not_python(py);
+	hashmap__fini(&py->not_python);
 	pycode_cache__free(py->codes);
 	free(py);
 }
@@ -165,6 +223,16 @@ static void count_final(struct python *py, struct py_image *pi)
 		py->stats.seen++;
 }
 
+static bool maps_libpython(const struct proc_image *img)
+{
+	size_t i;
+
+	for (i = 0; i < img->nr_maps; i++)
+		if (img->maps[i].name && strstr(img->maps[i].name, "libpython"))
+			return true;
+	return false;
+}
+
 static void try_attach(struct python *py, struct py_image *pi, const struct proc_image *img)
 {
 	struct ignis_py_proc v;
@@ -172,9 +240,28 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 	uint64_t now = now_mono_ns();
 	enum py_attach_result r;
 
+	struct build_key bk, *copy;
+	bool known_exe = exe_build_key(img, &bk);
+
+	if (known_exe && !maps_libpython(img) && hashmap__find(&py->not_python, &bk)) {
+		pi->last = PY_ATTACH_NOT_PYTHON;
+		pi->state = PY_REFUSED;
+		count_final(py, pi);
+		return;
+	}
 	if (pi->attempts++)
 		py->stats.retries++;
 	r = py_attach((pid_t)pi->id.tgid, img, py->opts.symbolizer, &pi->interp, &detail);
+	if (r == PY_ATTACH_NOT_PYTHON && known_exe && !maps_libpython(img)) {
+		if (hashmap__size(&py->not_python) >= NOT_PYTHON_MAX)
+			forget_not_python(py);
+		copy = malloc(sizeof(*copy));
+		if (copy) {
+			*copy = bk;
+			if (hashmap__insert(&py->not_python, copy, copy))
+				free(copy);
+		}
+	}
 	if (r == PY_ATTACH_OK && !fits_walker(&pi->interp.layout)) {
 		r = PY_ATTACH_LAYOUT_MISMATCH;
 		detail = "a field lies beyond what the walker reads";
@@ -210,16 +297,6 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 		 img->id.tgid, img->comm, pi->interp.version_hex >> 24,
 		 (pi->interp.version_hex >> 16) & 0xff, pi->interp.object ? pi->interp.object : "",
 		 pi->interp.threads, pi->interp.frames_checked);
-}
-
-static bool maps_libpython(const struct proc_image *img)
-{
-	size_t i;
-
-	for (i = 0; i < img->nr_maps; i++)
-		if (img->maps[i].name && strstr(img->maps[i].name, "libpython"))
-			return true;
-	return false;
 }
 
 void python__captured(struct python *py, const struct proc_image *img)

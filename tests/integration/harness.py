@@ -72,6 +72,21 @@ def check(cond, message):
         raise TestFailure(message)
 
 
+def child_of(proc, timeout=5):
+    """The pid of proc's first child (unshare --fork runs the command as its child)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                kids = f.read().split()
+            if kids:
+                return int(kids[0])
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError(f"no child of {proc.args}")
+
+
 WINDOW_LINE = re.compile(r"window seq=(\d+) (.*)")
 
 

@@ -31,7 +31,7 @@ import subprocess
 import time
 import urllib.request
 
-from harness import Agent, check, go_traces, pprof_json, spawn, tmpdir, wait_exit
+from harness import Agent, check, child_of, go_traces, pprof_json, spawn, tmpdir, wait_exit
 from test_operate import free_port, get, metric
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -282,20 +282,6 @@ class Container:
             shutil.rmtree(self.INNER, ignore_errors=True)
             self.made = False
 
-
-def child_of(proc, timeout=5):
-    """The pid of proc's first child (unshare --fork runs the command as its child)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-                kids = f.read().split()
-            if kids:
-                return int(kids[0])
-        except OSError:
-            pass
-        time.sleep(0.01)
-    raise AssertionError(f"no child of {proc.args}")
 
 
 def lifecycle_run():

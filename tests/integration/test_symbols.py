@@ -5,7 +5,7 @@ Rust names demangled, profiled by the real agent and read by our decoder and by
 import os
 import re
 
-from harness import check, go_traces, pprof_json, workload
+from harness import check, child_of, go_traces, pprof_json, workload
 from test_pipeline import profiles_of, run_with_agent
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads")
@@ -18,21 +18,6 @@ def marker_line(source, marker):
                 return n
     raise AssertionError(f"no {marker} in {source}")
 
-
-def child_of(proc, timeout=5):
-    """The pid of proc's first child (unshare --fork runs the command as its child)."""
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
-                kids = f.read().split()
-            if kids:
-                return int(kids[0])
-        except OSError:
-            pass
-        time.sleep(0.02)
-    raise AssertionError(f"no child of {proc.args}")
 
 
 def leaf_lines(profile, sample):

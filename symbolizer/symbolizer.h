@@ -181,6 +181,11 @@ int symbolizer__add_debug_file(struct symbolizer *s, const uint8_t *build_id, si
 int sym_object__symbol(struct symbolizer *s, struct sym_object *o, const char *name,
 		       uint64_t *vaddr, uint64_t *size) SYM_WARN_UNUSED;
 
+/* As sym_object__symbol(), in o's .dynsym only: what the object exports, cheap to search
+ * (a cheap first look for an interpreter in every executable a host runs). */
+int sym_object__dynamic_symbol(struct sym_object *o, const char *name, uint64_t *vaddr,
+			       uint64_t *size) SYM_WARN_UNUSED;
+
 /* One frame of a resolved address. Strings are borrowed: valid until the next call on s. */
 struct sym_frame {
 	const char *name;	 /* function name, as users read it */

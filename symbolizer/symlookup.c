@@ -167,3 +167,25 @@ out:
 	}
 	return err;
 }
+
+int sym_object__dynamic_symbol(struct sym_object *o, const char *name, uint64_t *vaddr,
+			       uint64_t *size)
+{
+	struct found f = { 0 };
+	Elf *elf;
+	int err;
+
+	if (!name || !*name)
+		return -EINVAL;
+	elf = open_elf(o, o->image ? -1 : o->fd);
+	if (!elf)
+		return -EINVAL;
+	err = search(elf, SHT_DYNSYM, name, &f);
+	elf_end(elf);
+	if (!err) {
+		*vaddr = f.vaddr;
+		if (size)
+			*size = f.size;
+	}
+	return err;
+}

@@ -140,7 +140,8 @@ static int symbol(struct attach *a, const char *name, uint64_t *addr, uint64_t *
 
 /*
  * Find the object that defines _PyRuntime and _PyEval_EvalFrameDefault: the executable
- * first, then a libpython3.X.so. Its load bias comes from one of its executable mappings.
+ * first (when its .dynsym exports _PyRuntime), then a libpython3.X.so. Its load bias comes
+ * from one of its executable mappings.
  */
 static enum py_attach_result find_object(struct attach *a, const struct proc_image *img)
 {
@@ -166,6 +167,10 @@ static enum py_attach_result find_object(struct attach *a, const struct proc_ima
 				continue;
 			seen[nr_seen++] = m->object;
 			if (sym_object__mapping_vaddr(m->object, m->offset, &vaddr))
+				continue;
+			/* Every executable of the host comes here: a first look in what it exports
+			 * (an interpreter linked in exports its API to extension modules). */
+			if (pass == 0 && sym_object__dynamic_symbol(m->object, "_PyRuntime", &v, NULL))
 				continue;
 			a->obj = m->object;
 			a->bias = m->start - vaddr;

@@ -219,12 +219,28 @@ static bool put_utf8(char *out, size_t cap, size_t *o, uint32_t cp)
 	return true;
 }
 
+/* Whether an object's reference count (its first word) is one a live object has: pymalloc
+ * keeps its free list in that word of a freed block (a pointer, or 0 for the last). */
+static bool live_refcnt(uint64_t refcnt)
+{
+	return refcnt >= 1 && refcnt < (1ULL << 32);
+}
+
+/* What read_str() saw of a str, for the walker's identity (bpf/pyident.bpf.h). */
+struct str_seen {
+	uint64_t len;			  /* length, in characters */
+	bool ascii;			  /* compact ASCII: raw holds its first characters */
+	uint8_t raw[IGNIS_PY_NAME_BYTES]; /* as the walker hashes them */
+};
+
 /*
  * The str object at addr as UTF-8 in out (cap bytes, NUL-terminated, cut at a character when
- * longer). Returns its length in bytes, or -EINVAL (not a compact str of a known kind),
- * or a read error.
+ * longer), its header and characters each read once; *seen (may be NULL) gets what the
+ * identity needs from the same bytes. Returns its length in bytes, or -EINVAL (not a live
+ * compact str of a known kind), or a read error.
  */
-static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *out, size_t cap)
+static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *out, size_t cap,
+		    struct str_seen *seen)
 {
 	uint8_t hdr[128], chars[4 * MAX_STR_CHARS];
 	uint32_t state, kind, cp;
@@ -241,7 +257,7 @@ static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *o
 	len = get_u64(hdr, l->unicode_length);
 	state = get_u32(hdr, l->unicode_state);
 	kind = PY_UNICODE_KIND(state);
-	if (len > (1ULL << 40) || !PY_UNICODE_COMPACT(state) ||
+	if (!live_refcnt(get_u64(hdr, 0)) || len > (1ULL << 40) || !PY_UNICODE_COMPACT(state) ||
 	    (PY_UNICODE_ASCII(state) && kind != 1) || (kind != 1 && kind != 2 && kind != 4))
 		return -EINVAL;
 	data = addr + (PY_UNICODE_ASCII(state) ? l->unicode_ascii_data : l->unicode_compact_data);
@@ -249,6 +265,13 @@ static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *o
 	err = pymem_read(pid, data, chars, n * kind);
 	if (err)
 		return err;
+	if (seen) {
+		seen->len = len;
+		seen->ascii = PY_UNICODE_ASCII(state);
+		memset(seen->raw, 0, sizeof(seen->raw));
+		if (seen->ascii)
+			memcpy(seen->raw, chars, n < sizeof(seen->raw) ? n : sizeof(seen->raw));
+	}
 	for (i = 0; i < n; i++) {
 		if (kind == 1) {
 			cp = chars[i];
@@ -266,36 +289,6 @@ static int read_str(pid_t pid, const struct py_layout *l, uint64_t addr, char *o
 	}
 	out[o] = '\0';
 	return (int)o;
-}
-
-/*
- * Whether the name object at addr and firstlineno hash to identity, read exactly as the BPF
- * walker reads them (bpf/pyident.bpf.h): the PyASCIIObject length and, for a compact ASCII
- * string, the first min(length, IGNIS_PY_NAME_BYTES) bytes at unicode_ascii_data (in other
- * strings those bytes are fields CPython fills in lazily).
- */
-static int check_identity(pid_t pid, const struct py_layout *l, uint64_t addr, int32_t firstlineno,
-			  uint32_t identity)
-{
-	uint8_t name[IGNIS_PY_NAME_BYTES];
-	uint64_t len;
-	uint32_t state;
-	bool ascii;
-	int err;
-
-	err = pymem_read_u64(pid, addr + l->unicode_length, &len);
-	if (!err)
-		err = pymem_read(pid, addr + l->unicode_state, &state, sizeof(state));
-	if (err)
-		return err;
-	ascii = PY_UNICODE_ASCII(state) && PY_UNICODE_COMPACT(state);
-	if (ascii) {
-		err = pymem_read(pid, addr + l->unicode_ascii_data, name,
-				 len < sizeof(name) ? (size_t)len : sizeof(name));
-		if (err)
-			return err;
-	}
-	return ignis_py_identity(name, len, ascii, firstlineno) == identity ? 0 : -ESTALE;
 }
 
 static bool layout_ok(const struct py_layout *l)
@@ -353,7 +346,8 @@ static int read_code(struct pycode_cache *c, pid_t pid, const struct py_layout *
 		     struct code_entry **out)
 {
 	char name[PYCODE_STR_MAX], filename[PYCODE_STR_MAX];
-	uint8_t buf[MAX_CODE_READ], bytes_hdr[64];
+	uint8_t buf[MAX_CODE_READ], again[MAX_CODE_READ], bytes_hdr[64];
+	struct str_seen seen;
 	uint64_t name_obj, table_obj, table_size = 0;
 	int32_t firstlineno;
 	int name_len, file_len, err;
@@ -363,18 +357,20 @@ static int read_code(struct pycode_cache *c, pid_t pid, const struct py_layout *
 	err = pymem_read(pid, code, buf, code_read_len(l));
 	if (err)
 		return err;
-	if (get_u64(buf, OB_TYPE) != code_type)
+	if (get_u64(buf, OB_TYPE) != code_type || !live_refcnt(get_u64(buf, 0)))
 		return -EINVAL;
 	name_obj =
 		get_u64(buf, l->code_qualname != PY_FIELD_NONE ? l->code_qualname : l->code_name);
 	firstlineno = (int32_t)get_u32(buf, l->code_firstlineno);
-	err = check_identity(pid, l, name_obj, firstlineno, identity);
-	if (err)
-		return err;
-	name_len = read_str(pid, l, name_obj, name, sizeof(name));
+	/* The identity from the very bytes the name is made of: checked first and read again,
+	 * a freed object's stale bytes could pass the check and its reused memory be the name. */
+	name_len = read_str(pid, l, name_obj, name, sizeof(name), &seen);
 	if (name_len < 0)
 		return name_len;
-	file_len = read_str(pid, l, get_u64(buf, l->code_filename), filename, sizeof(filename));
+	if (ignis_py_identity(seen.raw, seen.len, seen.ascii, firstlineno) != identity)
+		return -ESTALE;
+	file_len = read_str(pid, l, get_u64(buf, l->code_filename), filename, sizeof(filename),
+			    NULL);
 	if (file_len < 0)
 		return file_len;
 	table_obj = get_u64(buf, l->code_linetable);
@@ -410,6 +406,13 @@ static int read_code(struct pycode_cache *c, pid_t pid, const struct py_layout *
 		}
 		e->table = t;
 		e->table_len = (uint32_t)table_size;
+	}
+	/* Still the same object: one freed while we read (the process runs on) is not named
+	 * from what its memory held meanwhile. */
+	err = pymem_read(pid, code, again, code_read_len(l));
+	if (err || memcmp(buf, again, code_read_len(l))) {
+		free(e);
+		return err ? err : -ESTALE;
 	}
 	e->bytes = sizeof(*e) + (uint64_t)name_len + (uint64_t)file_len + 2 + table_size;
 	*out = e;

@@ -237,7 +237,7 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 {
 	struct ignis_py_proc v;
 	const char *detail = NULL;
-	uint64_t now = now_mono_ns();
+	uint64_t now = now_mono_ns(), t0;
 	enum py_attach_result r;
 
 	struct build_key bk, *copy;
@@ -251,7 +251,12 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 	}
 	if (pi->attempts++)
 		py->stats.retries++;
+	t0 = now;
 	r = py_attach((pid_t)pi->id.tgid, img, py->opts.symbolizer, &pi->interp, &detail);
+	now = now_mono_ns();
+	if (now - t0 > 20 * NSEC_PER_MSEC)
+		pr_debug("pid %u: looking for Python took %llu ms", img->id.tgid,
+			 (unsigned long long)((now - t0) / NSEC_PER_MSEC));
 	if (r == PY_ATTACH_NOT_PYTHON && known_exe && !maps_libpython(img)) {
 		if (hashmap__size(&py->not_python) >= NOT_PYTHON_MAX)
 			forget_not_python(py);

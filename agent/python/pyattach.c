@@ -170,7 +170,8 @@ static enum py_attach_result find_object(struct attach *a, const struct proc_ima
 				continue;
 			/* Every executable of the host comes here: a first look in what it exports
 			 * (an interpreter linked in exports its API to extension modules). */
-			if (pass == 0 && sym_object__dynamic_symbol(m->object, "_PyRuntime", &v, NULL))
+			if (pass == 0 &&
+			    sym_object__dynamic_symbol(m->object, "_PyRuntime", &v, NULL))
 				continue;
 			a->obj = m->object;
 			a->bias = m->start - vaddr;

@@ -369,8 +369,8 @@ static int read_code(struct pycode_cache *c, pid_t pid, const struct py_layout *
 		return name_len;
 	if (ignis_py_identity(seen.raw, seen.len, seen.ascii, firstlineno) != identity)
 		return -ESTALE;
-	file_len = read_str(pid, l, get_u64(buf, l->code_filename), filename, sizeof(filename),
-			    NULL);
+	file_len =
+		read_str(pid, l, get_u64(buf, l->code_filename), filename, sizeof(filename), NULL);
 	if (file_len < 0)
 		return file_len;
 	table_obj = get_u64(buf, l->code_linetable);

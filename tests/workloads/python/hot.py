@@ -20,11 +20,14 @@ def hot(n):
     return x  # HOT_LAST
 
 
+# hot(200000) runs for 10-30 ms between two reads of the clock: a thread's CPU clock is a
+# system call, and the samples at its return (preemption happens there under load) belong to
+# work(), not hot().
 def work(seconds, clock):
     end = clock() + seconds
     total = 0
     while clock() < end:
-        total += hot(20000)  # CALL_HOT
+        total += hot(200000)  # CALL_HOT
     return total
 
 

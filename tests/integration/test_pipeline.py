@@ -48,10 +48,17 @@ def test_hot_functions_shares_and_order():
         frames = p.user_frames(s) or ["[kernel only]"]
         leaf[frames[0]] = leaf.get(frames[0], 0) + s["count"]
         raw_leaf[p.frames(s)[0]] = raw_leaf.get(p.frames(s)[0], 0) + s["count"]
-    share_a = 100.0 * leaf.get("hot_a", 0) / total
-    share_b = 100.0 * leaf.get("hot_b", 0) / total
-    check(abs(share_a - 70) <= 5 and abs(share_b - 30) <= 5,
-          f"shares hot_a {share_a:.1f} %, hot_b {share_b:.1f} % (want 70/30 +-5); {leaf}")
+    # The split between the two: the rest (the clock reads that end each loop, a system
+    # call every ~20 us, and whose returns draw samples) is not the workload's design. The
+    # margin: 5 points, or 4 standard deviations of a binomial share of this many samples.
+    n_ab = leaf.get("hot_a", 0) + leaf.get("hot_b", 0)
+    check(n_ab > 0.9 * total, f"hot_a and hot_b are the leaf of {n_ab} of {total}: {leaf}")
+    share_a = 100.0 * leaf.get("hot_a", 0) / n_ab
+    share_b = 100.0 - share_a
+    margin = max(5.0, 4 * 100.0 * (0.7 * 0.3 / n_ab) ** 0.5)
+    check(abs(share_a - 70) <= margin,
+          f"shares hot_a {share_a:.1f} %, hot_b {share_b:.1f} % of the two (want 70/30 "
+          f"+-{margin:.1f}); {leaf}")
 
     main_chain = ["hot_a", "phase_a", "worker", "run_threads", "main"]
     with_main = [s for p, s in pairs if s["labels"]["tid"] == pid and

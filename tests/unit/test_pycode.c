@@ -27,8 +27,8 @@
 /*
  * The fields pycode.c reads, per minor version, from `gdb -batch -ex 'ptype/o PyCodeObject'`
  * (and sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject), PyBytesObject.ob_sval) on
- * pyenv's libpython3.X.so.1.0 of each version. TODO: py_layout_for_version() (pylayout.c)
- * once it lands, which this test then checks as well.
+ * pyenv's libpython3.X.so.1.0 of each version: written down apart from pylayout.c's table,
+ * which they must match (3.8-3.12; 3.13's comes from the process's _Py_DebugOffsets).
  */
 static void layout_of(unsigned minor, struct py_layout *l)
 {
@@ -54,6 +54,23 @@ static void layout_of(unsigned minor, struct py_layout *l)
 		l->code_qualname = 128;
 		l->code_linetable = 136;
 		l->code_code = minor == 11 ? 184 : minor == 12 ? 192 : 200;
+	}
+	if (minor <= 12) {
+		struct py_layout t;
+
+		assert_int_equal(py_layout_for_version(3, minor, &t), 0);
+		assert_int_equal(t.code_firstlineno, l->code_firstlineno);
+		assert_int_equal(t.code_filename, l->code_filename);
+		assert_int_equal(t.code_name, l->code_name);
+		assert_int_equal(t.code_qualname, l->code_qualname);
+		assert_int_equal(t.code_linetable, l->code_linetable);
+		assert_int_equal(t.code_code, l->code_code);
+		assert_int_equal(t.unicode_length, l->unicode_length);
+		assert_int_equal(t.unicode_state, l->unicode_state);
+		assert_int_equal(t.unicode_ascii_data, l->unicode_ascii_data);
+		assert_int_equal(t.unicode_compact_data, l->unicode_compact_data);
+		assert_int_equal(t.bytes_size, l->bytes_size);
+		assert_int_equal(t.bytes_data, l->bytes_data);
 	}
 }
 

@@ -243,6 +243,10 @@ int py_layout_check(const struct py_layout *l)
 		return -EINVAL;
 	if (l->lasti_kind > PY_LASTI_KIND_PTR || l->entry_kind > PY_ENTRY_KIND_OWNER)
 		return -EINVAL;
+	/* It reads a name's header and first characters in one window of 64 + 32 bytes. */
+	if (l->unicode_ascii_data >= 64 || l->unicode_length + 8 > l->unicode_ascii_data ||
+	    l->unicode_state == PY_FIELD_NONE || l->unicode_state + 4 > l->unicode_ascii_data)
+		return -EINVAL;
 	return 0;
 }
 

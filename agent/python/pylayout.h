@@ -91,7 +91,8 @@ size_t py_debug_offsets_size(void);
  * Whether the BPF walker can use layout l: every frame field it reads lies below
  * IGNIS_PY_FRAME_READ - 8 and every code object field below IGNIS_PY_CODE_READ - 8
  * (bpf/profiler.h), the fields every version has are there, and lasti_kind and entry_kind
- * fit the fields present. Returns 0 or -EINVAL.
+ * fit the fields present, and a name's length and state lie in its header below its
+ * characters, under 64 bytes. Returns 0 or -EINVAL.
  */
 int py_layout_check(const struct py_layout *l);
 

@@ -192,27 +192,6 @@ void python_bpf_proc(const struct proc_id *id, const struct py_interp *in,
 	out->layout.code_type = in->code_type;
 }
 
-/* The walker reads fixed windows of frames, code objects and names: a layout whose fields lie
- * outside them is refused rather than read wrong. */
-static bool fits_walker(const struct py_layout *l)
-{
-	uint16_t frame[] = { l->frame_previous, l->frame_code, l->frame_lasti };
-	uint16_t code[] = { l->code_firstlineno, l->code_filename,
-			    l->code_qualname != PY_FIELD_NONE ? l->code_qualname : l->code_name };
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(frame); i++)
-		if (frame[i] > IGNIS_PY_FRAME_READ - 8)
-			return false;
-	if (l->frame_entry != PY_FIELD_NONE && l->frame_entry >= IGNIS_PY_FRAME_READ)
-		return false;
-	for (i = 0; i < ARRAY_SIZE(code); i++)
-		if (code[i] > IGNIS_PY_CODE_READ - 8)
-			return false;
-	return l->unicode_ascii_data < 64 && l->unicode_length <= l->unicode_ascii_data - 8 &&
-	       l->unicode_state <= l->unicode_ascii_data - 4;
-}
-
 static void count_final(struct python *py, struct py_image *pi)
 {
 	if (pi->counted)
@@ -266,10 +245,6 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 			if (hashmap__insert(&py->not_python, copy, copy))
 				free(copy);
 		}
-	}
-	if (r == PY_ATTACH_OK && !fits_walker(&pi->interp.layout)) {
-		r = PY_ATTACH_LAYOUT_MISMATCH;
-		detail = "a field lies beyond what the walker reads";
 	}
 	pi->last = r;
 	if (r == PY_ATTACH_NOT_READY && now - pi->first_ns < RETRY_UNTIL) {

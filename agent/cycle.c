@@ -294,6 +294,7 @@ static int flip(struct cycle *c, struct window *w, unsigned int *idle)
 		unwinder__grace_period(c->opts.unwinder);
 	w->seq = c->seq++;
 	w->po.period_ns = NSEC_PER_SEC / c->opts.frequency_hz;
+	w->po.types = c->opts.offcpu ? PROFILE_CPU_OFFCPU : PROFILE_CPU;
 	w->po.time_ns = c->window_start_real;
 	w->po.duration_ns = w->t0 - c->window_start_mono;
 	c->window_start_real = now_real;

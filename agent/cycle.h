@@ -39,6 +39,7 @@ struct cycle_opts {
 	const char *hostname;		       /* in the profile's comments */
 	const char *output_dir;		       /* in messages about the local folder */
 	unsigned int frequency_hz;	       /* sampling frequency per CPU */
+	bool offcpu; /* windows carry off-CPU samples: profiles of PROFILE_CPU_OFFCPU */
 	unsigned int interval_sec;	       /* the window length */
 	unsigned int top;		       /* print the top N functions per window; 0: no */
 	uint64_t unwind_rows;		       /* rows the unwind table map holds */

@@ -253,6 +253,11 @@ static int start_sampler(struct agent *a)
 		.unwind_rows = (uint32_t)(cfg->unwind_table_bytes / SAMPLER_UNWIND_ROW_BYTES),
 		.unwind_maps = SAMPLER_UNWIND_MAPPINGS,
 		.python = cfg->python,
+		.offcpu = cfg->offcpu,
+		.offcpu_kthreads = cfg->offcpu_kthreads,
+		.offcpu_period_ns = (uint64_t)cfg->offcpu_period_ms * NSEC_PER_MSEC,
+		.offcpu_min_block_ns = (uint64_t)cfg->offcpu_min_block_us * NSEC_PER_USEC,
+		.offcpu_max_rate = cfg->offcpu_max_rate,
 		.py_procs = SAMPLER_PY_PROCESSES,
 		.py_codes = SAMPLER_PY_CODES,
 		.unwind_procs = SAMPLER_UNWIND_PROCESSES,
@@ -381,6 +386,7 @@ static int start_windows(struct agent *a, bool kernel_symbols)
 		.targets = a->server ? server_sink__targets(a->server) : NULL,
 		.fp_step_ok = a->unwinder ? fp_step_ok : NULL,
 		.fp_step_ctx = a->unwinder,
+		.offcpu = cfg->offcpu,
 		.python_frame = a->python ? python_frame : NULL,
 		.python_ctx = a->python,
 	};
@@ -427,6 +433,7 @@ static int start_windows(struct agent *a, bool kernel_symbols)
 		.top = cfg->top,
 		.unwind_rows = cfg->unwind_table_bytes / SAMPLER_UNWIND_ROW_BYTES,
 		.kernel_stacks = cfg->kernel_stacks,
+		.offcpu = cfg->offcpu,
 	};
 	a->cycle = cycle__new(&co);
 	if (!a->cycle)

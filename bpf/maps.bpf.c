@@ -14,6 +14,7 @@
 const volatile struct ignis_config cfg = {};
 
 __u32 gen = 0;
+__u64 gen_start_ns[IGNIS_NR_GENS] = {};
 
 /* The two generations: the agent flips `gen` between them and drains the idle one. */
 struct stacks_map stacks_0 SEC(".maps"), stacks_1 SEC(".maps");
@@ -25,6 +26,13 @@ struct stacks_gen_map stacks_gen SEC(".maps") = {
 
 struct counts_gen_map counts_gen SEC(".maps") = {
 	.values = { &counts_0, &counts_1 },
+};
+
+/* Off-CPU time, in generations as the counts (bpf/offcpu.bpf.c). */
+struct counts_map offcpu_0 SEC(".maps"), offcpu_1 SEC(".maps");
+
+struct counts_gen_map offcpu_gen SEC(".maps") = {
+	.values = { &offcpu_0, &offcpu_1 },
 };
 
 /*
@@ -63,6 +71,11 @@ struct progs_map progs SEC(".maps");
 /* The Python walker's (described in bpf/profiler.h at struct ignis_py_proc). */
 struct py_procs_map py_procs SEC(".maps");
 struct py_codes_map py_codes SEC(".maps");
+
+/* Off-CPU time's (described in bpf/profiler.h at struct ignis_offcpu_task). */
+struct offcpu_tasks_map offcpu_tasks SEC(".maps");
+struct offcpu_cpus_map offcpu_cpus SEC(".maps");
+struct progs_map offcpu_progs SEC(".maps");
 
 struct cpu_states_map cpu_states SEC(".maps");
 

@@ -133,6 +133,21 @@ struct py_codes_map {
 	__type(value, __u64);
 };
 
+/* Per-thread off-CPU state, freed with the thread (Linux 5.11+ for tracing programs). */
+struct offcpu_tasks_map {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ignis_offcpu_task);
+};
+
+struct offcpu_cpus_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ignis_offcpu_cpu);
+};
+
 /* Filled by the agent after load (a program it did not load leaves its slot empty). */
 struct progs_map {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -157,9 +172,14 @@ struct cpu_state {
 	__u64 py_serials; /* serials this CPU handed out (bpf/python.bpf.h) */
 };
 
+/* cpu_states entries: one per kind of walk, since a CPU sample (the perf event's interrupt,
+ * or an NMI) can come in the middle of an off-CPU walk in a tracepoint. */
+#define CPU_STATE_SAMPLE 0 /* ignis_sample and its unwinder */
+#define CPU_STATE_OFFCPU 1 /* ignis_switch, ignis_offcpu and its unwinder */
+
 struct cpu_states_map {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct cpu_state);
 };
@@ -180,6 +200,7 @@ struct cpu_states_map {
  */
 extern struct stacks_gen_map stacks_gen;
 extern struct counts_gen_map counts_gen;
+extern struct counts_gen_map offcpu_gen;
 extern struct stats_map stats SEC(".maps");
 extern struct procs_map procs SEC(".maps");
 extern struct pid_filter_map pid_filter SEC(".maps");
@@ -192,7 +213,15 @@ extern struct progs_map progs SEC(".maps");
 extern struct py_procs_map py_procs SEC(".maps");
 extern struct py_codes_map py_codes SEC(".maps");
 
+extern struct offcpu_tasks_map offcpu_tasks SEC(".maps");
+extern struct offcpu_cpus_map offcpu_cpus SEC(".maps");
+extern struct progs_map offcpu_progs SEC(".maps");
+
 extern struct cpu_states_map cpu_states SEC(".maps");
+
+/* When each generation's window began (bpf_ktime_get_ns()), set by the agent before it flips
+ * to it: off-CPU time before it is not that window's. */
+extern __u64 gen_start_ns[IGNIS_NR_GENS];
 
 /* ---- Helpers --------------------------------------------------------------------------------- */
 
@@ -204,6 +233,16 @@ static __always_inline void stat_inc(__u32 g, enum ignis_stat stat)
 	/* Atomic: a sample can interrupt a tracepoint program on the same CPU. */
 	if (v)
 		__sync_fetch_and_add(v, 1);
+}
+
+/* Add n to a counter (nanoseconds). */
+static __always_inline void stat_add(__u32 g, enum ignis_stat stat, __u64 n)
+{
+	__u32 idx = g * STAT_NR + stat;
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		__sync_fetch_and_add(v, n);
 }
 
 static __always_inline __u32 read_gen(void)
@@ -252,6 +291,31 @@ static __always_inline void record(__u32 g, void *counts, struct ignis_sample_ke
 	}
 }
 
+/* Add ns to the key's off-CPU time in a generation's offcpu map. Returns 0 or -1 (counted). */
+static __always_inline int record_ns(__u32 g, void *offcpu, struct ignis_sample_key *key, __u64 ns)
+{
+	__u64 *v;
+	long err;
+
+	v = bpf_map_lookup_elem(offcpu, key);
+	if (v) {
+		__sync_fetch_and_add(v, ns);
+		return 0;
+	}
+	err = bpf_map_update_elem(offcpu, key, &ns, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		v = bpf_map_lookup_elem(offcpu, key);
+		if (v) {
+			__sync_fetch_and_add(v, ns);
+			return 0;
+		}
+	}
+	if (!err)
+		return 0;
+	stat_inc(g, STAT_OFFCPU_DROPS);
+	return -1;
+}
+
 /* The unwinder's world (bpf/unwind.bpf.h): its maps and the user's memory. */
 static __always_inline const struct ignis_unwind_mapping *lookup_mapping(__u32 idx)
 {
@@ -285,7 +349,7 @@ static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key,
 					    struct uw_python *py, __s32 firstlineno)
 {
 	struct ignis_py_code_event *ev;
-	__u32 g = read_gen(), zero = 0;
+	__u32 g = read_gen(), slot = py->slot & 1;
 	struct cpu_state *cs;
 	__u64 *found, serial;
 	long err;
@@ -293,14 +357,16 @@ static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key,
 	found = bpf_map_lookup_elem(&py_codes, key);
 	if (found)
 		return *found;
-	cs = bpf_map_lookup_elem(&cpu_states, &zero);
+	cs = bpf_map_lookup_elem(&cpu_states, &slot);
 	if (!cs)
 		return 0;
-	/* No other program of ours runs on this CPU meanwhile: a plain increment. */
+	/* No other walk of this slot runs on this CPU meanwhile: a plain increment. The slot
+	 * is the highest bit under the CPU's. */
 	cs->py_serials++;
 	serial = (__u64)(bpf_get_smp_processor_id() & ((1U << IGNIS_PY_SERIAL_CPU_BITS) - 1))
 			 << (37 - IGNIS_PY_SERIAL_CPU_BITS) |
-		 (cs->py_serials & ((1ULL << (37 - IGNIS_PY_SERIAL_CPU_BITS)) - 1));
+		 (__u64)slot << (36 - IGNIS_PY_SERIAL_CPU_BITS) |
+		 (cs->py_serials & ((1ULL << (36 - IGNIS_PY_SERIAL_CPU_BITS)) - 1));
 	if (!serial)
 		serial = ++cs->py_serials;
 	err = bpf_map_update_elem(&py_codes, key, &serial, BPF_NOEXIST);

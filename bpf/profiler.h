@@ -125,6 +125,20 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
 #endif
 
 /*
+ * An off-CPU sample (bpf/offcpu.bpf.c): its key is in the offcpu_gen maps, its value the
+ * nanoseconds it carries, and its flags say the thread state it waited in. Time over the
+ * rate cap is recorded without stacks.
+ */
+#ifndef SAMPLE_F_OFFCPU_CAPPED
+#define SAMPLE_F_OFFCPU_CAPPED	 (1U << 3) /* over the per-CPU rate cap: no stacks */
+#define SAMPLE_F_STATE_SHIFT	 8
+#define SAMPLE_F_STATE_MASK	 (3U << SAMPLE_F_STATE_SHIFT)
+#define IGNIS_STATE_SLEEPING	 1 /* interruptible sleep (S): timers, sockets, futexes */
+#define IGNIS_STATE_DISK	 2 /* uninterruptible (D): disk I/O, some kernel locks */
+#define IGNIS_STATE_RUNNABLE	 3 /* preempted (R): waiting for a CPU */
+#endif
+
+/*
  * Key of the counts maps: one entry per distinct (thread, process image, stacks, thread name)
  * in a window. A process image is identified by (tgid, start_time, exec_id): tgids are
  * reused, and execve() keeps the tgid and start time but replaces every mapping.
@@ -433,6 +447,39 @@ _Static_assert(sizeof(struct ignis_unwind_exe) == 72, "ignis_unwind_exe size");
 #define IGNIS_UNWIND_ROWS_LOG 24
 #endif
 
+/*
+ * Off-CPU time (bpf/offcpu.bpf.c): sampled by time, not by event. At every switch a thread's
+ * time off CPU is added to its accumulator for the state it waited in; when an accumulator
+ * reaches cfg.offcpu_period_ns, the thread owes a sample of that weight. Its kernel stack is
+ * taken as it comes back on CPU; its user stack, which only the thread itself can walk, at
+ * the end of the system call it waited in, where its user registers are still the ones it
+ * blocked with. Totals are exact: every nanosecond lands in a sample or a counter.
+ *
+ *   offcpu_gen[2]  ARRAY_OF_MAPS -> HASH  struct ignis_sample_key -> __u64 nanoseconds
+ *   offcpu_tasks   TASK_STORAGE  struct ignis_offcpu_task   per thread, freed with it
+ *   offcpu_cpus    PERCPU_ARRAY  struct ignis_offcpu_cpu    the rate cap's credit
+ *   offcpu_progs   PROG_ARRAY    [IGNIS_PROG_UNWIND] the table unwinder's off-CPU copy
+ */
+struct ignis_offcpu_task {
+	__u64 off_ns;	 /* bpf_ktime_get_ns() when it went off CPU; 0: on CPU or untracked */
+	__u64 acc_ns[4]; /* time off CPU not in a sample yet, per IGNIS_STATE_* (0 unused) */
+	__u64 owed_ns;	 /* a sample's weight, not recorded yet; 0: none */
+	__u64 owed_ip;	 /* the user registers it blocked with: the walk at the end of the */
+	__u64 owed_sp;	 /* system call happens only if they are still the same */
+	struct ignis_stack_id owed_kstack; /* its kernel stack as it came back on CPU */
+	__u32 owed_gen;			   /* the generation whose stacks map holds owed_kstack */
+	__u32 owed_exec_id;		   /* its image's: a user pc means nothing after execve() */
+	__u32 state;			   /* IGNIS_STATE_* of the wait that began at off_ns */
+	__u32 owed_state;		   /* IGNIS_STATE_* of owed_ns */
+};
+_Static_assert(sizeof(struct ignis_offcpu_task) == 96, "ignis_offcpu_task size");
+
+struct ignis_offcpu_cpu {
+	__u64 credit_ns; /* the rate cap's credit: one sample costs cfg.offcpu_cost_ns */
+	__u64 last_ns;	 /* when it was last topped up */
+};
+_Static_assert(sizeof(struct ignis_offcpu_cpu) == 16, "ignis_offcpu_cpu size");
+
 /* Read-only configuration, set by the agent between open and load. */
 struct ignis_config {
 	__u32 filter_pids;	 /* 1: record only tgids present in pid_filter */
@@ -443,7 +490,14 @@ struct ignis_config {
 				  * quarter of the process's age if shorter) */
 	__u32 unwind_tables; /* 1: unwind user stacks with the tables where a process has them */
 	__u32 python;	     /* 1: walk Python frames of the processes in py_procs */
+	/* Off-CPU time (struct ignis_offcpu_task). */
+	__u32 offcpu;		   /* 1: the switch programs are attached */
+	__u32 offcpu_kthreads;	   /* 1: kernel threads too */
+	__u64 offcpu_period_ns;	   /* an accumulator's weight that makes a sample */
+	__u64 offcpu_min_block_ns; /* waits shorter than this are not counted (0: all) */
+	__u64 offcpu_cost_ns;	   /* 1e9 / the cap in samples per second per CPU; 0: no cap */
+	__u64 offcpu_burst_ns;	   /* the most credit a CPU keeps */
 };
-_Static_assert(sizeof(struct ignis_config) == 32, "ignis_config size");
+_Static_assert(sizeof(struct ignis_config) == 72, "ignis_config size");
 
 #endif /* IGNIS_BPF_PROFILER_H */

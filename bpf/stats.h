@@ -81,6 +81,30 @@
 	X(UNWIND_EXE_ONLY, "ignis_unwind_executable_only_total", "", "unwind_exe_only",            \
 	  "Samples of processes whose tables were not published yet, unwound with their "          \
 	  "executable's table (from an earlier process of the same file), frame pointers "         \
-	  "elsewhere.")
+	  "elsewhere.")                                                                            \
+	/* Off-CPU time (bpf/offcpu.bpf.c); the _NS rows count nanoseconds. */                     \
+	X(OFFCPU_SWITCHES, "ignis_offcpu_switches_total", "", "offcpu_switches",                   \
+	  "Switches back onto a CPU of threads whose switch-out was seen (--off-cpu).")            \
+	X(OFFCPU_SAMPLES, "ignis_offcpu_samples_total", "", "offcpu_samples",                      \
+	  "Off-CPU samples walked and recorded with their stacks.")                                \
+	X(OFFCPU_WALKED_NS, "ignis_offcpu_nanoseconds_total", "result=\"walked\"",                \
+	  "offcpu_walked_ns",                                                                      \
+	  "Off-CPU time by what became of it: in samples with whole stacks (walked), with the "    \
+	  "kernel stack and only the user leaf (user_leaf: it did not wait in a system call), "   \
+	  "without stacks (rate_capped), left out (below_min_block; before_window: the part "      \
+	  "of a wait before the window began).")                                                   \
+	X(OFFCPU_LEAF_NS, "ignis_offcpu_nanoseconds_total", "result=\"user_leaf\"",               \
+	  "offcpu_leaf_ns", "")                                                                    \
+	X(OFFCPU_CAPPED_NS, "ignis_offcpu_nanoseconds_total", "result=\"rate_capped\"",           \
+	  "offcpu_capped_ns", "")                                                                  \
+	X(OFFCPU_SHORT_NS, "ignis_offcpu_nanoseconds_total", "result=\"below_min_block\"",        \
+	  "offcpu_short_ns", "")                                                                   \
+	X(OFFCPU_EARLY_NS, "ignis_offcpu_nanoseconds_total", "result=\"before_window\"",          \
+	  "offcpu_early_ns", "")                                                                   \
+	X(OFFCPU_NO_STATE, "ignis_offcpu_state_missed_total", "", "offcpu_no_state",               \
+	  "Switch-outs whose thread state could not be kept (task storage full): that wait "       \
+	  "is not counted.")                                                                       \
+	X(OFFCPU_DROPS, "ignis_offcpu_samples_dropped_total", "", "offcpu_drops",                  \
+	  "Off-CPU samples lost to a full map (their nanoseconds are not in any sample).")
 
 #endif /* IGNIS_BPF_STATS_H */

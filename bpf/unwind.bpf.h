@@ -60,6 +60,7 @@ struct uw_state {
 	__u32 pending;	/* the frame at pc is not in the stack yet */
 	__u32 python;	/* the frame at pc is an eval frame: its Python frames go in */
 	__u32 pad;
+	__u64 offcpu_ns; /* 0: a CPU sample; else an off-CPU sample of this weight */
 	/* The mapping of the last frame: consecutive frames are often in one object. */
 	__u64 m_start, m_end; /* m_end 0: none */
 	__u64 m_base;
@@ -146,7 +147,7 @@ int unwind_find_mapping(__u32 start, __u32 n, __u64 pc);
 int unwind_find_row(__u32 start, __u32 n, __u32 rel);
 /* py_step() over this CPU's cpu_states entry (global functions take no map pointers). */
 int unwind_python(__u32 zero);
-#define UNWIND_PYTHON(uw, stack) unwind_python(0)
+#define UNWIND_PYTHON(uw, stack) unwind_python((uw)->py.slot)
 #else
 #define UNWIND_PYTHON(uw, stack) py_step(&(uw)->py, (stack), (uw)->gen, &(uw)->key)
 
@@ -316,6 +317,7 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
 	uw->py.frame = 0;
 	uw->py.total = 0;
 	uw->py.drain = 0;
+	uw->offcpu_ns = 0;
 	uw->key = *key;
 	stack->len = 0;
 }

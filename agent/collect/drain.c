@@ -32,7 +32,11 @@
 
 /* The plain data of samples.h copies BPF's flags and marks: they must be the same bits. */
 _Static_assert(SAMPLE_KTHREAD == SAMPLE_F_KTHREAD && SAMPLE_USTACK_ERR == SAMPLE_F_USTACK_ERR &&
-		       SAMPLE_KSTACK_ERR == SAMPLE_F_KSTACK_ERR,
+		       SAMPLE_KSTACK_ERR == SAMPLE_F_KSTACK_ERR &&
+		       SAMPLE_OFFCPU_CAPPED == SAMPLE_F_OFFCPU_CAPPED &&
+		       SAMPLE_STATE_SHIFT == SAMPLE_F_STATE_SHIFT &&
+		       THREAD_SLEEPING == IGNIS_STATE_SLEEPING && THREAD_DISK == IGNIS_STATE_DISK &&
+		       THREAD_RUNNABLE == IGNIS_STATE_RUNNABLE,
 	       "sample flags of samples.h and bpf/profiler.h");
 _Static_assert(STACK_COMPLETE == STACK_F_COMPLETE && STACK_TRUNCATED == STACK_F_TRUNCATED &&
 		       STACK_TABLES == STACK_F_TABLES,
@@ -84,6 +88,19 @@ static int counts_entry(struct drained_window *w, const void *key, const void *v
 	struct drained_sample s;
 
 	drain_sample_of(key, *(const uint64_t *)value, &s);
+	return drained_window__add_sample(w, &s);
+}
+
+static int offcpu_entry(struct drained_window *w, const void *key, const void *value)
+{
+	struct drained_sample s;
+
+	drain_sample_of(key, 0, &s);
+	s.offcpu_ns = *(const uint64_t *)value;
+	/* Only the off-CPU programs write this map, always with a state: check, as the
+	 * window builder tells the two kinds apart by it. */
+	if (!sample_thread_state(s.flags) || !s.offcpu_ns)
+		return 0;
 	return drained_window__add_sample(w, &s);
 }
 
@@ -221,8 +238,16 @@ int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 	}
 	err = drain_map(sampler__counts_fd(s, gen), sizeof(struct ignis_sample_key),
 			sizeof(uint64_t), COUNTS_CHUNK, w, counts_entry);
-	if (err)
+	if (err) {
 		pr_warn("drain: cannot read sample counts: %s", strerror(-err));
+		return err;
+	}
+	if (!sampler__offcpu(s))
+		return 0;
+	err = drain_map(sampler__offcpu_fd(s, gen), sizeof(struct ignis_sample_key),
+			sizeof(uint64_t), COUNTS_CHUNK, w, offcpu_entry);
+	if (err)
+		pr_warn("drain: cannot read off-CPU samples: %s", strerror(-err));
 	return err;
 }
 

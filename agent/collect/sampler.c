@@ -43,6 +43,9 @@ struct sampler {
 	struct ring_buffer *rb;
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
+	struct bpf_link *switch_link; /* off-CPU: sched_switch */
+	struct bpf_link *offcpu_link; /* off-CPU: the end of a system call */
+	struct bpf_link *offcpu_exit_link; /* off-CPU: a thread's exit */
 	struct cpu_event *cpus; /* indexed by CPU number, nr_possible entries */
 	int nr_possible;
 	unsigned int nr_attached;
@@ -231,7 +234,7 @@ static int load(struct sampler *s, bool unwind)
 {
 	const struct sampler_opts *opts = &s->opts;
 	struct profiler_bpf *skel;
-	struct bpf_map *maps[4];
+	struct bpf_map *maps[6];
 	uint32_t zero = IGNIS_PROG_UNWIND;
 	size_t i;
 	int err, fd;
@@ -248,6 +251,17 @@ static int load(struct sampler *s, bool unwind)
 	skel->rodata->cfg.mmap_event_gap_ns = opts->mmap_event_gap_ns;
 	skel->rodata->cfg.unwind_tables = unwind;
 	skel->rodata->cfg.python = unwind && opts->python;
+	skel->rodata->cfg.offcpu = opts->offcpu;
+	skel->rodata->cfg.offcpu_kthreads = opts->offcpu_kthreads;
+	skel->rodata->cfg.offcpu_period_ns = opts->offcpu_period_ns;
+	skel->rodata->cfg.offcpu_min_block_ns = opts->offcpu_min_block_ns;
+	if (opts->offcpu_max_rate) {
+		skel->rodata->cfg.offcpu_cost_ns = NSEC_PER_SEC / opts->offcpu_max_rate;
+		/* A tenth of a second's samples may come at once. */
+		skel->rodata->cfg.offcpu_burst_ns = NSEC_PER_SEC / 10;
+		if (skel->rodata->cfg.offcpu_burst_ns < skel->rodata->cfg.offcpu_cost_ns)
+			skel->rodata->cfg.offcpu_burst_ns = skel->rodata->cfg.offcpu_cost_ns;
+	}
 
 	/* The inner-map templates keep max_entries 1: since Linux 5.10 the kernel compares
 	 * only type, key and value sizes and flags of a hash map put in a map-in-map. */
@@ -255,11 +269,24 @@ static int load(struct sampler *s, bool unwind)
 	maps[1] = skel->maps.stacks_1;
 	maps[2] = skel->maps.counts_0;
 	maps[3] = skel->maps.counts_1;
-	for (i = 0; i < 4; i++) {
-		err = bpf_map__set_max_entries(maps[i], i < 2 ? s->max_stacks : s->max_samples);
+	maps[4] = skel->maps.offcpu_0;
+	maps[5] = skel->maps.offcpu_1;
+	for (i = 0; i < 6; i++) {
+		uint32_t n = i < 2 ? s->max_stacks : s->max_samples;
+
+		err = bpf_map__set_max_entries(maps[i], i < 4 || opts->offcpu ? n : 1);
 		if (err)
 			goto err_size;
 	}
+	if (!opts->offcpu) {
+		/* Task storage needs 5.11: without --off-cpu nothing of it is created. */
+		bpf_map__set_autocreate(skel->maps.offcpu_tasks, false);
+		bpf_program__set_autoload(skel->progs.ignis_switch, false);
+		bpf_program__set_autoload(skel->progs.ignis_offcpu, false);
+		bpf_program__set_autoload(skel->progs.ignis_offcpu_exit, false);
+	}
+	if (!opts->offcpu || !unwind)
+		bpf_program__set_autoload(skel->progs.ignis_offcpu_unwind, false);
 	if (opts->nr_pids) {
 		err = bpf_map__set_max_entries(skel->maps.pid_filter, (uint32_t)opts->nr_pids);
 		if (err)
@@ -292,6 +319,13 @@ static int load(struct sampler *s, bool unwind)
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.progs), &zero, &fd, BPF_ANY)) {
 			err = -errno;
 			pr_err("cannot install the unwinder program: %s", strerror(-err));
+			return err;
+		}
+		fd = bpf_program__fd(skel->progs.ignis_offcpu_unwind);
+		if (opts->offcpu &&
+		    bpf_map_update_elem(bpf_map__fd(skel->maps.offcpu_progs), &zero, &fd, BPF_ANY)) {
+			err = -errno;
+			pr_err("cannot install the off-CPU unwinder program: %s", strerror(-err));
 			return err;
 		}
 	}
@@ -348,6 +382,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	}
 	if (err) {
 		explain_load_error(err);
+		if (opts->offcpu)
+			pr_err("--off-cpu needs Linux >= 5.11 (task storage for tracing programs); "
+			       "without it, run without --off-cpu");
 		goto err_out;
 	}
 	skel = s->skel;
@@ -514,6 +551,28 @@ int sampler__attach(struct sampler *s)
 		pr_err("cannot attach to sched_process_exit: %s", strerror(-err));
 		return err;
 	}
+	if (s->opts.offcpu) {
+		s->skel->bss->gen_start_ns[s->skel->bss->gen & 1] = now_mono_ns();
+		s->switch_link = bpf_program__attach(s->skel->progs.ignis_switch);
+		if (!s->switch_link) {
+			err = -errno;
+			pr_err("cannot attach to sched_switch for --off-cpu: %s", strerror(-err));
+			return err;
+		}
+		s->offcpu_link = bpf_program__attach(s->skel->progs.ignis_offcpu);
+		if (!s->offcpu_link) {
+			err = -errno;
+			pr_err("cannot attach to sys_exit for --off-cpu: %s", strerror(-err));
+			return err;
+		}
+		s->offcpu_exit_link = bpf_program__attach(s->skel->progs.ignis_offcpu_exit);
+		if (!s->offcpu_exit_link) {
+			err = -errno;
+			pr_err("cannot attach to sched_process_exit for --off-cpu: %s",
+			       strerror(-err));
+			return err;
+		}
+	}
 	sampler__events_fired(s); /* start counting from here */
 	return 0;
 }
@@ -556,6 +615,9 @@ void sampler__free(struct sampler *s)
 		close_cpu_event(s, cpu);
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->exit_link);
+	bpf_link__destroy(s->switch_link);
+	bpf_link__destroy(s->offcpu_link);
+	bpf_link__destroy(s->offcpu_exit_link);
 	ring_buffer__free(s->rb);
 	profiler_bpf__destroy(s->skel);
 	free(s->cpus);
@@ -568,6 +630,9 @@ int sampler__flip(struct sampler *s, unsigned int *idle)
 	uint32_t zero = 0;
 	int inner = bpf_map__fd(s->skel->maps.sync_inner);
 
+	/* Off-CPU time before this is the window's that ends now (bpf_ktime_get_ns() is
+	 * CLOCK_MONOTONIC). */
+	__atomic_store_n(&s->skel->bss->gen_start_ns[old ^ 1], now_mono_ns(), __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	/* The kernel runs synchronize_rcu() after a map-in-map update (maybe_wait_bpf_programs
 	 * in kernel/bpf/syscall.c): programs that read the old generation are done after it. */
@@ -608,6 +673,16 @@ int sampler__stats_fd(const struct sampler *s)
 int sampler__procs_fd(const struct sampler *s)
 {
 	return bpf_map__fd(s->skel->maps.procs);
+}
+
+bool sampler__offcpu(const struct sampler *s)
+{
+	return s->opts.offcpu;
+}
+
+int sampler__offcpu_fd(const struct sampler *s, unsigned int gen)
+{
+	return bpf_map__fd(gen & 1 ? s->skel->maps.offcpu_1 : s->skel->maps.offcpu_0);
 }
 
 bool sampler__unwinds(const struct sampler *s)

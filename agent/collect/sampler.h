@@ -60,6 +60,12 @@ struct sampler_opts {
 	bool python;
 	uint32_t py_procs; /* entries of py_procs */
 	uint32_t py_codes; /* entries of py_codes */
+	/* Off-CPU time (bpf/offcpu.bpf.c): needs task storage for tracing programs (5.11+). */
+	bool offcpu;
+	bool offcpu_kthreads;	   /* kernel threads' waits too */
+	uint64_t offcpu_period_ns; /* weight of one off-CPU sample, ns */
+	uint64_t offcpu_min_block_ns; /* waits shorter than this are left out, ns (0: none) */
+	unsigned int offcpu_max_rate; /* off-CPU samples per second per CPU at most (0: no cap) */
 	sampler_event_fn on_event;
 	sampler_py_code_fn on_py_code;
 	void *ctx;
@@ -106,6 +112,9 @@ int sampler__stacks_fd(const struct sampler *s, unsigned int gen);
 int sampler__counts_fd(const struct sampler *s, unsigned int gen);
 int sampler__stats_fd(const struct sampler *s);
 int sampler__procs_fd(const struct sampler *s);
+/* True when the off-CPU programs are attached; then each generation's off-CPU map. */
+bool sampler__offcpu(const struct sampler *s);
+int sampler__offcpu_fd(const struct sampler *s, unsigned int gen);
 /* True when the table unwinder is loaded; then the descriptors of its maps. */
 bool sampler__unwinds(const struct sampler *s);
 int sampler__unwind_rows_fd(const struct sampler *s);

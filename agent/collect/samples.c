@@ -57,6 +57,7 @@ int drained_window__add_sample(struct drained_window *w, const struct drained_sa
 		return err;
 	w->samples[w->nr_samples++] = *s;
 	w->nr_counted += s->count;
+	w->offcpu_ns += s->offcpu_ns;
 	return 0;
 }
 

@@ -29,6 +29,23 @@ struct stack_id {
 #define SAMPLE_KTHREAD	  (1U << 0) /* a kernel thread: no user stack, no process image */
 #define SAMPLE_USTACK_ERR (1U << 1) /* the user stack walk failed (counted) */
 #define SAMPLE_KSTACK_ERR (1U << 2) /* the kernel stack walk failed (counted) */
+/* An off-CPU sample: its thread state in SAMPLE_STATE_MASK (never 0), its time in offcpu_ns,
+ * count 0. */
+#define SAMPLE_OFFCPU_CAPPED   (1U << 3) /* over the per-CPU rate cap: no stacks */
+#define SAMPLE_STATE_SHIFT     8
+#define SAMPLE_STATE_MASK      (3U << SAMPLE_STATE_SHIFT)
+
+/* The thread state an off-CPU sample waited in (SAMPLE_STATE_MASK >> SAMPLE_STATE_SHIFT). */
+enum thread_state {
+	THREAD_SLEEPING = 1, /* interruptible sleep (S): timers, sockets, futexes, pipes */
+	THREAD_DISK,	     /* uninterruptible (D): disk I/O, some kernel locks */
+	THREAD_RUNNABLE,     /* preempted (R): runnable, waiting for a CPU */
+};
+
+static inline enum thread_state sample_thread_state(uint32_t flags)
+{
+	return (enum thread_state)((flags & SAMPLE_STATE_MASK) >> SAMPLE_STATE_SHIFT);
+}
 
 /* One distinct (thread, process image, stacks, thread name) of a window, and its count. */
 struct drained_sample {
@@ -40,7 +57,8 @@ struct drained_sample {
 	struct stack_id user_stack;   /* all zero if none */
 	struct stack_id kernel_stack; /* all zero if none */
 	char comm[COMM_LEN];	      /* the sampled thread's name */
-	uint64_t count;		      /* samples */
+	uint64_t count;		      /* CPU samples; 0 for an off-CPU sample */
+	uint64_t offcpu_ns;	      /* an off-CPU sample's time, ns; 0 for a CPU sample */
 };
 
 /* stack.flags: what the unwinder knows about the end of a user stack (0 for kernel stacks
@@ -114,6 +132,7 @@ struct drained_window {
 	struct counters counters; /* the BPF rows: the generation's counters, summed over CPUs */
 	uint64_t nr_stack_frames; /* frames held in stacks, for accounting */
 	uint64_t nr_counted;	  /* the samples' counts, summed */
+	uint64_t offcpu_ns;	  /* the off-CPU samples' time, summed */
 };
 
 void drained_window__init(struct drained_window *w);

@@ -14,6 +14,7 @@
 
 #define NSEC_PER_SEC  UINT64_C(1000000000)
 #define NSEC_PER_MSEC UINT64_C(1000000)
+#define NSEC_PER_USEC UINT64_C(1000)
 
 /* Free *p and set it to NULL. */
 #define zfree(p)             \

@@ -240,6 +240,47 @@ static int opt_no_python(struct agent_config *cfg, const char *arg, char *why, s
 	return option_set_flag(&cfg->python, true, arg, why, len);
 }
 
+static int opt_off_cpu(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return option_set_flag(&cfg->offcpu, false, arg, why, len);
+}
+
+static int opt_off_cpu_kthreads(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	return option_set_flag(&cfg->offcpu_kthreads, false, arg, why, len);
+}
+
+static int opt_off_cpu_period(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (option_parse_uint(arg, 1, 1000, &v))
+		return WHY("must be a number of milliseconds from 1 to 1000");
+	cfg->offcpu_period_ms = (unsigned int)v;
+	return 0;
+}
+
+static int opt_off_cpu_min_block(struct agent_config *cfg, const char *arg, char *why,
+				 size_t len)
+{
+	uint64_t v;
+
+	if (option_parse_uint(arg, 0, 1000000, &v))
+		return WHY("must be a number of microseconds from 0 to 1000000");
+	cfg->offcpu_min_block_us = (unsigned int)v;
+	return 0;
+}
+
+static int opt_off_cpu_max_rate(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (option_parse_uint(arg, 0, 100000, &v))
+		return WHY("must be a number of samples per second from 0 (no cap) to 100000");
+	cfg->offcpu_max_rate = (unsigned int)v;
+	return 0;
+}
+
 static int opt_top(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	uint64_t v;
@@ -468,6 +509,23 @@ static const struct option_desc agent_options[] = {
 	{ "no-python", 0, NULL,
 	  "show Python processes as native code only (no Python frames from their interpreter)",
 	  NULL, OPT_FLAG, NULL, opt_no_python },
+	{ "off-cpu", 0, NULL,
+	  "also record off-CPU time: where threads wait (sleep, I/O, locks, a CPU), as "
+	  "offcpu/nanoseconds with a thread_state label",
+	  NULL, OPT_FLAG, NULL, opt_off_cpu },
+	{ "off-cpu-period", 0, "MS",
+	  "off-CPU time one sample carries: a thread's waits add up until they reach it", "10", 0,
+	  NULL, opt_off_cpu_period },
+	{ "off-cpu-min-block", 0, "US",
+	  "leave out waits shorter than this (0: count every wait; anything else makes totals "
+	  "short)",
+	  "0", 0, NULL, opt_off_cpu_min_block },
+	{ "off-cpu-max-rate", 0, "N",
+	  "off-CPU samples per second on each CPU at most; time over it is kept without stacks "
+	  "(0: no cap)",
+	  "250", 0, NULL, opt_off_cpu_max_rate },
+	{ "off-cpu-kernel-threads", 0, NULL, "record the off-CPU time of kernel threads too", NULL,
+	  OPT_FLAG, NULL, opt_off_cpu_kthreads },
 	{ "top", 0, "N", "after each window print the N hottest functions", "0", 0, NULL, opt_top },
 	{ "log-level", 0, "LEVEL", "error, warn, info or debug", "info", 0, NULL, opt_log_level },
 	{ "event", 0, "EVENT", "cpu-clock (software, works everywhere) or cycles (hardware)",
@@ -534,6 +592,8 @@ static void agent_init(struct agent_config *cfg)
 	cfg->output_max_age_sec = 72 * 3600;
 	cfg->kernel_stacks = true;
 	cfg->python = true;
+	cfg->offcpu_period_ms = 10;
+	cfg->offcpu_max_rate = 250;
 	cfg->log_level = LOG_LEVEL_INFO;
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
 	cfg->unwind = SAMPLER_UNWIND_AUTO;

@@ -78,6 +78,15 @@
 	  "fp_cut",									\
 	  "Distinct frame-pointer walks cut where the unwind table shows the function "	\
 	  "keeps no frame pointer.")							\
+	X(OFFCPU_PROFILED_NS, SUM, WIN(offcpu_ns),					\
+	  "ignis_offcpu_profiled_nanoseconds_total", "", "offcpu_ns",			\
+	  "Off-CPU time in the profiles, placeholders included.")			\
+	X(OFFCPU_TRUNCATED_NS, SUM, WIN(offcpu_truncated_ns),				\
+	  "ignis_offcpu_truncated_nanoseconds_total", "", "offcpu_truncated_ns",	\
+	  "Off-CPU time on stacks that end in [truncated].")				\
+	X(OFFCPU_CAP_DROPPED_NS, SUM, WIN(offcpu_dropped_ns),				\
+	  "ignis_offcpu_dropped_nanoseconds_total", "reason=\"profile_size_cap\"",	\
+	  "offcpu_cap_dropped_ns", "Off-CPU time lost, by reason.")			\
 	X(PROCESSES, WINDOW, WIN(processes), "ignis_window_processes", "", "processes",	\
 	  "Distinct processes in the last window's profile.")				\
 	/* The window cycle (cycle.c). */						\

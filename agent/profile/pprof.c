@@ -65,7 +65,7 @@ static int arena_alloc(const struct profile *p, struct pb_arena *a)
 		nr_labels += p->samples[i].nr_labels;
 	a->samples = alloc_n(p->nr_samples, sizeof(*a->samples));
 	a->sample_ptrs = alloc_n(p->nr_samples, sizeof(*a->sample_ptrs));
-	a->values = alloc_n(p->nr_samples * 2, sizeof(*a->values));
+	a->values = alloc_n(p->nr_samples * 4, sizeof(*a->values));
 	a->labels = alloc_n(nr_labels, sizeof(*a->labels));
 	a->label_ptrs = alloc_n(nr_labels, sizeof(*a->label_ptrs));
 	a->mappings = alloc_n(p->nr_mappings, sizeof(*a->mappings));
@@ -94,10 +94,25 @@ static void build_samples(const struct profile *p, struct pb_arena *a)
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = s->nr_locations;
 		ps->location_id = s->locations;
-		ps->n_value = 2;
-		ps->value = &a->values[2 * i];
-		ps->value[0] = s->values[0];
-		ps->value[1] = s->values[1];
+		ps->value = &a->values[4 * i];
+		switch (p->opts.types) {
+		case PROFILE_CPU:
+			ps->n_value = 2;
+			ps->value[0] = s->values[0];
+			ps->value[1] = s->values[1];
+			break;
+		case PROFILE_CPU_OFFCPU:
+			ps->n_value = 4;
+			ps->value[0] = s->values[0];
+			ps->value[1] = s->values[1];
+			ps->value[2] = s->values[2];
+			ps->value[3] = s->values[1] + s->values[2];
+			break;
+		case PROFILE_OFFCPU:
+			ps->n_value = 1;
+			ps->value[0] = s->values[2];
+			break;
+		}
 		ps->n_label = s->nr_labels;
 		ps->label = &a->label_ptrs[li];
 		for (j = 0; j < s->nr_labels; j++, li++) {
@@ -174,29 +189,54 @@ static void build_locations(const struct profile *p, struct pb_arena *a)
 	}
 }
 
-static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
-		 pb_value_type types[3], pb_value_type *type_ptrs[2])
+/* The sample types of p->opts.types into types[] and type_ptrs[]; types[4] is the period
+ * type. Returns the number of sample types. */
+static size_t build_types(const struct profile *p, pb_value_type types[5],
+			  pb_value_type *type_ptrs[4])
 {
-	size_t i;
-	int err = arena_alloc(p, a);
+	size_t i, n;
 
-	if (err)
-		return err;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 5; i++)
 		perftools__profiles__value_type__init(&types[i]);
 	types[0].type = p->str_samples;
 	types[0].unit = p->str_count;
 	types[1].type = p->str_cpu;
 	types[1].unit = p->str_nanoseconds;
-	types[2] = types[1]; /* period type */
-	type_ptrs[0] = &types[0];
-	type_ptrs[1] = &types[1];
+	types[2].type = p->str_offcpu;
+	types[2].unit = p->str_nanoseconds;
+	types[3].type = p->str_wall;
+	types[3].unit = p->str_nanoseconds;
+	types[4] = types[1]; /* the period's: one CPU sample */
+	switch (p->opts.types) {
+	case PROFILE_OFFCPU:
+		type_ptrs[0] = &types[2];
+		return 1;
+	case PROFILE_CPU_OFFCPU:
+		n = 4;
+		break;
+	default:
+		n = 2;
+	}
+	for (i = 0; i < n; i++)
+		type_ptrs[i] = &types[i];
+	return n;
+}
+
+static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
+		 pb_value_type types[5], pb_value_type *type_ptrs[4])
+{
+	size_t nr_types;
+	int err = arena_alloc(p, a);
+
+	if (err)
+		return err;
+	nr_types = build_types(p, types, type_ptrs);
 	build_samples(p, a);
 	build_mappings(p, a);
 	build_locations(p, a);
 
 	perftools__profiles__profile__init(pb);
-	pb->n_sample_type = 2;
+	pb->n_sample_type = nr_types;
 	pb->sample_type = type_ptrs;
 	pb->n_sample = p->nr_samples;
 	pb->sample = a->sample_ptrs;
@@ -210,8 +250,14 @@ static int build(const struct profile *p, pb_profile *pb, struct pb_arena *a,
 	pb->string_table = p->strings;
 	pb->time_nanos = (int64_t)p->opts.time_ns;
 	pb->duration_nanos = (int64_t)p->opts.duration_ns;
-	pb->period_type = &types[2];
+	pb->period_type = &types[4];
 	pb->period = (int64_t)p->opts.period_ns;
+	if (p->opts.types == PROFILE_CPU_OFFCPU) {
+		pb->default_sample_type = p->str_cpu; /* views stay CPU unless asked */
+	} else if (p->opts.types == PROFILE_OFFCPU) {
+		pb->period_type = NULL; /* as Alloy: a sample's value is its time */
+		pb->period = 1;
+	}
 	pb->n_comment = p->nr_comments;
 	pb->comment = p->comments;
 	return 0;
@@ -264,7 +310,7 @@ int gzip_compress(const uint8_t *in, size_t len, int level, uint8_t **out, size_
 
 int pprof_encode(const struct profile *p, int gzip_level, uint8_t **out, size_t *len)
 {
-	pb_value_type types[3], *type_ptrs[2];
+	pb_value_type types[5], *type_ptrs[4];
 	struct pb_arena a = { 0 };
 	pb_profile pb;
 	uint8_t *raw = NULL;

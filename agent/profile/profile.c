@@ -152,7 +152,9 @@ struct profile *profile__new(const struct profile_opts *opts)
 	if (profile__string(p, "") != 0 || (p->str_samples = profile__string(p, "samples")) < 0 ||
 	    (p->str_count = profile__string(p, "count")) < 0 ||
 	    (p->str_cpu = profile__string(p, "cpu")) < 0 ||
-	    (p->str_nanoseconds = profile__string(p, "nanoseconds")) < 0) {
+	    (p->str_nanoseconds = profile__string(p, "nanoseconds")) < 0 ||
+	    (p->opts.types != PROFILE_CPU && ((p->str_offcpu = profile__string(p, "offcpu")) < 0 ||
+					      (p->str_wall = profile__string(p, "wall")) < 0))) {
 		profile__free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -466,14 +468,15 @@ const char *location_tag_name(enum location_tag tag)
 		[TAG_UNKNOWN] = "[unknown]",
 		[TAG_OTHER] = "[other stacks]",
 		[TAG_PYTHON_UNNAMED] = "[unnamed Python frame]",
+		[TAG_OFFCPU_CAPPED] = "[off-CPU samples over the rate cap]",
 	};
 
 	return tag > TAG_NONE && tag < TAG_MAX ? names[tag] : "";
 }
 
-int profile__add_group_sample(struct profile *p, uint32_t group, const uint64_t *locations,
+int profile__add_group_values(struct profile *p, uint32_t group, const uint64_t *locations,
 			      uint32_t nr_locations, const struct profile_label *labels,
-			      uint32_t nr_labels, uint64_t count)
+			      uint32_t nr_labels, uint64_t count, uint64_t offcpu_ns)
 {
 	struct profile_sample probe = {
 		.nr_locations = nr_locations,
@@ -515,7 +518,9 @@ int profile__add_group_sample(struct profile *p, uint32_t group, const uint64_t 
 	}
 	s->values[0] += (int64_t)count;
 	s->values[1] += (int64_t)(count * p->opts.period_ns);
+	s->values[2] += (int64_t)offcpu_ns;
 	p->total_count += count;
+	p->total_offcpu_ns += offcpu_ns;
 	return 0;
 }
 

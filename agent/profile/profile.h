@@ -58,6 +58,7 @@ enum location_tag {
 	TAG_OTHER = 3,		/* "[other stacks]": cold stacks folded to fit a server's limits */
 	TAG_PYTHON_UNNAMED = 4, /* "[unnamed Python frame]": a Python frame whose code object
 				 * could not be read or was not the one the walker met */
+	TAG_OFFCPU_CAPPED = 5,	 /* "[off-CPU samples over the rate cap]": time, no stack */
 	TAG_MAX,
 };
 
@@ -86,11 +87,21 @@ struct profile_sample {
 	uint32_t group;	     /* the caller's grouping (a server's target); part of the identity */
 	uint64_t *locations; /* leaf first, ids */
 	struct profile_label *labels;
-	int64_t values[2]; /* samples/count, cpu/nanoseconds */
+	int64_t values[3]; /* samples/count, cpu/nanoseconds, offcpu/nanoseconds */
 	uint64_t hash;
 };
 
+/* The sample types a profile is encoded with (values[] always holds all three). */
+enum profile_types {
+	PROFILE_CPU,	    /* samples/count, cpu/nanoseconds; period type cpu/nanoseconds */
+	PROFILE_CPU_OFFCPU, /* those, then offcpu/nanoseconds and wall/nanoseconds (cpu +
+			     * offcpu per sample); default sample type cpu */
+	PROFILE_OFFCPU,	    /* offcpu/nanoseconds only, no period type: Grafana Alloy's
+			     * off-CPU profile (reporter/builder.go in grafana/alloy) */
+};
+
 struct profile_opts {
+	enum profile_types types;
 	uint64_t period_ns;   /* 1e9 / sampling frequency */
 	uint64_t time_ns;     /* window start, Unix ns */
 	uint64_t duration_ns; /* window length */
@@ -113,11 +124,13 @@ struct profile {
 	size_t nr_lines, cap_lines;
 	struct profile_sample *samples;
 	size_t nr_samples, cap_samples;
-	uint64_t total_count; /* sum of samples/count */
+	uint64_t total_count;	   /* sum of samples/count */
+	uint64_t total_offcpu_ns; /* sum of offcpu/nanoseconds */
 	int64_t *comments;    /* string indexes of Profile.comment */
 	size_t nr_comments, cap_comments;
 	int64_t str_samples, str_count; /* indexes of the sample and period type names */
 	int64_t str_cpu, str_nanoseconds;
+	int64_t str_offcpu, str_wall; /* 0 in a PROFILE_CPU profile */
 
 	struct hashmap string_index; /* string -> index + 1 */
 	struct hashmap mapping_index;
@@ -163,12 +176,24 @@ int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t a
 			      uint32_t nr_lines) __must_check;
 
 /*
- * Add count samples of group `group` with these locations (leaf first) and labels (copied),
- * merged with an identical sample of the same group. Returns 0 or -errno.
+ * Add count CPU samples and offcpu_ns nanoseconds off CPU to the sample of group `group` with
+ * these locations (leaf first) and labels (copied), merged with an identical sample of the
+ * same group. Returns 0 or -errno.
  */
-int profile__add_group_sample(struct profile *p, uint32_t group, const uint64_t *locations,
+int profile__add_group_values(struct profile *p, uint32_t group, const uint64_t *locations,
 			      uint32_t nr_locations, const struct profile_label *labels,
-			      uint32_t nr_labels, uint64_t count) __must_check;
+			      uint32_t nr_labels, uint64_t count, uint64_t offcpu_ns) __must_check;
+
+/* profile__add_group_values() of count CPU samples. */
+static inline int __must_check profile__add_group_sample(struct profile *p, uint32_t group,
+							 const uint64_t *locations,
+							 uint32_t nr_locations,
+							 const struct profile_label *labels,
+							 uint32_t nr_labels, uint64_t count)
+{
+	return profile__add_group_values(p, group, locations, nr_locations, labels, nr_labels,
+					 count, 0);
+}
 
 /* profile__add_group_sample() in group 0. */
 static inline int __must_check profile__add_sample(struct profile *p, const uint64_t *locations,

@@ -44,10 +44,13 @@ static int64_t find_string(const struct profile *p, const char *s)
 	return -1;
 }
 
-static int copier_init(struct copier *cp, const struct profile *src, const struct split_opts *o)
+static int copier_init(struct copier *cp, const struct profile *src, const struct split_opts *o,
+		       enum profile_types types)
 {
 	struct profile_opts po = src->opts;
 	size_t i;
+
+	po.types = types;
 
 	memset(cp, 0, sizeof(*cp));
 	cp->src = src;
@@ -194,8 +197,8 @@ static int copy_sample(struct copier *cp, const struct profile_sample *s)
 			nr_labels++;
 		}
 	}
-	return profile__add_sample(cp->dst, locs, s->nr_locations, labels, nr_labels,
-				   (uint64_t)s->values[0]);
+	return profile__add_group_values(cp->dst, 0, locs, s->nr_locations, labels, nr_labels,
+					 (uint64_t)s->values[0], (uint64_t)s->values[2]);
 }
 
 /* ---- Limits ----------------------------------------------------------------------------- */
@@ -205,6 +208,7 @@ struct splitter {
 	const struct split_opts *o;
 	struct split_result *out;
 	int64_t pid_key; /* src string index of "pid", or -1 */
+	enum profile_types *types; /* per group: what its samples carry */
 	size_t max_samples, max_bytes;
 };
 
@@ -281,8 +285,9 @@ static int cmp_sample_desc(const void *a, const void *b, void *ctx)
 	const struct profile_sample *x = &p->samples[*(const size_t *)a];
 	const struct profile_sample *y = &p->samples[*(const size_t *)b];
 
-	if (x->values[0] != y->values[0])
-		return x->values[0] > y->values[0] ? -1 : 1;
+	/* By time: CPU and off-CPU nanoseconds alike. */
+	if (x->values[1] + x->values[2] != y->values[1] + y->values[2])
+		return x->values[1] + x->values[2] > y->values[1] + y->values[2] ? -1 : 1;
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
@@ -310,32 +315,35 @@ static int fold(struct splitter *sp, uint32_t group, const struct profile *p, si
 		keep = (size_t)((double)keep * (double)sp->max_bytes / (double)raw_len * 0.9);
 	for (;;) {
 		struct copier cp;
-		uint64_t folded = 0, loc;
+		uint64_t folded = 0, folded_ns = 0, loc;
 		int64_t other;
 		char text[160];
 
-		err = copier_init(&cp, p, sp->o);
+		err = copier_init(&cp, p, sp->o, p->opts.types);
 		for (i = 0; !err && i < p->nr_samples; i++) {
 			const struct profile_sample *s = &p->samples[order[i]];
 
 			/* All labels are kept: p holds only the kept ones already. */
-			if (i < keep)
+			if (i < keep) {
 				err = copy_sample(&cp, s);
-			else
+			} else {
 				folded += (uint64_t)s->values[0];
+				folded_ns += (uint64_t)s->values[2];
+			}
 		}
-		if (!err && folded) {
+		if (!err && (folded || folded_ns)) {
 			other = profile__placeholder(cp.dst, TAG_OTHER, 0);
 			loc = (uint64_t)other;
 			err = other < 0 ? (int)other :
-					  profile__add_sample(cp.dst, &loc, 1, NULL, 0, folded);
+					  profile__add_group_values(cp.dst, 0, &loc, 1, NULL, 0,
+								    folded, folded_ns);
 		}
 		snprintf(text, sizeof(text),
-			 "%" PRIu64
-			 " samples of %zu cold stacks folded into [other stacks] to stay "
+			 "%" PRIu64 " samples and %" PRIu64
+			 " ns off CPU of %zu cold stacks folded into [other stacks] to stay "
 			 "under the server's limits",
-			 folded, p->nr_samples - keep);
-		if (!err && folded)
+			 folded, folded_ns, p->nr_samples - keep);
+		if (!err && (folded || folded_ns))
 			err = profile__comment(cp.dst, text);
 		if (err) {
 			copier_fini(&cp);
@@ -376,7 +384,7 @@ static int emit(struct splitter *sp, uint32_t group, struct pid_weight *set, siz
 	size_t len = 0;
 	int err;
 
-	err = copier_init(&cp, src, sp->o);
+	err = copier_init(&cp, src, sp->o, sp->types[group]);
 	for (i = 0; !err && i < src->nr_samples; i++) {
 		const struct profile_sample *s = &src->samples[i];
 
@@ -481,15 +489,32 @@ int profile_split(const struct profile *src, uint32_t nr_groups, const struct sp
 		.max_bytes = opts->max_bytes ? opts->max_bytes : SPLIT_MAX_BYTES,
 	};
 	struct copier *cps = calloc(nr_groups + 1, sizeof(*cps));
+	uint8_t *kinds = calloc(nr_groups + 1, 1); /* bit 0: CPU samples, bit 1: off-CPU */
 	uint32_t g, ready = 0;
 	size_t i;
 	int err = 0;
 
-	if (!cps)
-		return -ENOMEM;
+	sp.types = calloc(nr_groups + 1, sizeof(*sp.types));
+	if (!cps || !kinds || !sp.types) {
+		err = -ENOMEM;
+		goto out;
+	}
 	sp.pid_key = find_string(src, "pid");
+	/* A server's series holds one profile type: a group gets only the sample types its
+	 * samples carry (a target's CPU and off-CPU series are groups of their own). */
+	for (i = 0; i < src->nr_samples; i++) {
+		const struct profile_sample *s = &src->samples[i];
+
+		if (s->group < nr_groups)
+			kinds[s->group] |= (s->values[0] ? 1 : 0) | (s->values[2] ? 2 : 0);
+	}
+	for (g = 0; g < nr_groups; g++)
+		sp.types[g] = src->opts.types == PROFILE_CPU ? PROFILE_CPU :
+			      kinds[g] == 2		     ? PROFILE_OFFCPU :
+			      kinds[g] == 1		     ? PROFILE_CPU :
+							       PROFILE_CPU_OFFCPU;
 	for (g = 0; g < nr_groups && !err; g++, ready++)
-		err = copier_init(&cps[g], src, opts);
+		err = copier_init(&cps[g], src, opts, sp.types[g]);
 	/* One pass over the window: each sample to its target's profile. */
 	for (i = 0; !err && i < src->nr_samples; i++) {
 		const struct profile_sample *s = &src->samples[i];
@@ -515,7 +540,10 @@ int profile_split(const struct profile *src, uint32_t nr_groups, const struct sp
 	}
 	for (g = 0; g < ready; g++)
 		copier_fini(&cps[g]);
+out:
 	free(cps);
+	free(kinds);
+	free(sp.types);
 	return err;
 }
 

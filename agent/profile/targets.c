@@ -343,7 +343,7 @@ int64_t targets__resolve(struct targets *t, uint64_t window, const struct target
 		reset(t);
 	t->window = window;
 	targets__service_name(t, p, service, sizeof(service));
-	l[nr++] = (struct target_label){ "__name__", "process_cpu" };
+	l[nr++] = (struct target_label){ "__name__", p->offcpu ? "offcpu" : "process_cpu" };
 	l[nr++] = (struct target_label){ "service_name", service };
 	l[nr++] = (struct target_label){ "hostname", t->hostname };
 	if (p->pod && p->pod->namespace_[0]) {

@@ -50,6 +50,8 @@ struct target_process {
 	const char *exe;	      /* the executable's path as the process sees it */
 	const char *comm;	      /* the process's name */
 	bool kthread;		      /* a kernel thread: no executable */
+	bool offcpu;		      /* its off-CPU series (__name__ offcpu, as Alloy names
+				       * it), not its CPU one (process_cpu) */
 	const struct proc_meta *meta; /* cgroup metadata, or NULL */
 	const struct pod_meta *pod;   /* Kubernetes names, or NULL */
 };

@@ -70,14 +70,15 @@ struct build_ctx {
 	struct hashmap mappings;     /* struct sym_object * -> mapping id */
 	struct hashmap image_labels; /* struct proc_image * -> struct image_labels */
 	int64_t kernel_mapping;	     /* mapping id, 0 until first needed */
-	int64_t key_pid, key_tid, key_comm, key_thread_name;
+	int64_t key_pid, key_tid, key_comm, key_thread_name, key_thread_state;
 };
 
 /* Where a process runs, as sample labels: computed once per image per window. */
 #define MAX_IMAGE_LABELS (5 + KUBE_MAX_POD_LABELS)
 struct image_labels {
 	uint32_t nr;
-	uint32_t target; /* the sample group: a server's target, 0 without targets */
+	uint32_t target;	/* the sample group: a server's target, 0 without targets */
+	uint32_t offcpu_target; /* the group of its off-CPU samples (the target's offcpu series) */
 	struct profile_label l[MAX_IMAGE_LABELS];
 };
 
@@ -553,12 +554,19 @@ static struct image_labels *labels_of(struct build_ctx *c, const struct proc_ima
 		};
 		int64_t id = targets__resolve(c->wb->opts.targets, c->seq, &tp);
 
+		if (id >= 0 && c->wb->opts.offcpu) {
+			il->target = (uint32_t)id;
+			tp.offcpu = true;
+			id = targets__resolve(c->wb->opts.targets, c->seq, &tp);
+			il->offcpu_target = (uint32_t)id;
+		} else {
+			il->target = (uint32_t)id;
+		}
 		if (id < 0) {
 			free(il);
 			*err = (int)id;
 			return NULL;
 		}
-		il->target = (uint32_t)id;
 	}
 	if (known) {
 		*err = add_label(c, il, "namespace", pod.namespace_);
@@ -684,7 +692,7 @@ static int sample_labels(struct build_ctx *c, const struct drained_sample *k,
 		if (!il)
 			return err;
 		memcpy(labels + 4, il->l, il->nr * sizeof(il->l[0]));
-		*group = il->target;
+		*group = k->offcpu_ns ? il->offcpu_target : il->target;
 		return 4 + (int)il->nr;
 	}
 	if (c->wb->opts.targets) {
@@ -692,6 +700,7 @@ static int sample_labels(struct build_ctx *c, const struct drained_sample *k,
 		struct target_process tp = {
 			.comm = thread_name,
 			.kthread = k->flags & SAMPLE_KTHREAD,
+			.offcpu = k->offcpu_ns != 0,
 		};
 		int64_t target = targets__resolve(c->wb->opts.targets, c->seq, &tp);
 
@@ -702,11 +711,45 @@ static int sample_labels(struct build_ctx *c, const struct drained_sample *k,
 	return 4;
 }
 
+static const char *const thread_state_names[] = {
+	[THREAD_SLEEPING] = "sleeping",
+	[THREAD_DISK] = "uninterruptible",
+	[THREAD_RUNNABLE] = "runnable",
+};
+
+/* An off-CPU sample's stack, or for one that has none its placeholder. Returns the number
+ * of locations or -errno. */
+static int offcpu_frames(struct build_ctx *c, const struct drained_window *dw,
+			 const struct drained_sample *k, struct proc_image *img, uint64_t *locs)
+{
+	enum location_tag tag = TAG_NONE;
+	bool truncated;
+	int64_t loc;
+	int n;
+
+	if (k->flags & SAMPLE_OFFCPU_CAPPED) {
+		tag = TAG_OFFCPU_CAPPED;
+		c->stats->offcpu_capped_ns += k->offcpu_ns;
+	}
+	if (tag == TAG_NONE) {
+		n = sample_frames(c, dw, k, img, locs, &truncated);
+		if (n >= 0 && truncated)
+			c->stats->offcpu_truncated_ns += k->offcpu_ns;
+		return n;
+	}
+	loc = placeholder(c, tag, 0);
+	if (loc < 0)
+		return (int)loc;
+	locs[0] = (uint64_t)loc;
+	return 1;
+}
+
 static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		   const struct drained_sample *k)
 {
 	struct proc_id id = { .tgid = k->tgid, .exec_id = k->exec_id, .start_time = k->start_time };
-	struct profile_label labels[4 + MAX_IMAGE_LABELS];
+	struct profile_label labels[5 + MAX_IMAGE_LABELS];
+	enum thread_state state = sample_thread_state(k->flags);
 	uint64_t locs[MAX_FRAMES];
 	struct proc_image *img = NULL;
 	int n, nr_labels, err;
@@ -715,24 +758,38 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 
 	if (!(k->flags & SAMPLE_KTHREAD)) {
 		img = proctab__find(c->wb->opts.proctab, &id);
-		if (!img)
+		if (!img && !state)
 			c->stats->no_image_samples += k->count;
-	} else {
+	} else if (!state) {
 		c->stats->kthread_samples += k->count;
 	}
-	n = sample_frames(c, dw, k, img, locs, &truncated);
+	if (state) {
+		n = offcpu_frames(c, dw, k, img, locs);
+	} else {
+		n = sample_frames(c, dw, k, img, locs, &truncated);
+		if (n >= 0 && truncated)
+			c->stats->truncated_stacks += k->count;
+	}
 	if (n < 0)
 		return n;
-	if (truncated)
-		c->stats->truncated_stacks += k->count;
 	nr_labels = sample_labels(c, k, img, labels, &group);
 	if (nr_labels < 0)
 		return nr_labels;
-	err = profile__add_group_sample(c->p, group, locs, (uint32_t)n, labels, (uint32_t)nr_labels,
-					k->count);
+	if (state) {
+		/* After the image's labels: labels[] has room for one more. */
+		int64_t str = profile__string(c->p, thread_state_names[state]);
+
+		if (str < 0)
+			return (int)str;
+		labels[nr_labels++] =
+			(struct profile_label){ .key = c->key_thread_state, .str = str };
+	}
+	err = profile__add_group_values(c->p, group, locs, (uint32_t)n, labels,
+					(uint32_t)nr_labels, k->count, k->offcpu_ns);
 	if (err)
 		return err;
 	c->stats->samples += k->count;
+	c->stats->offcpu_ns += k->offcpu_ns;
 	/* Keys are tgid + 1: NULL marks an empty slot. Only a count, so ENOMEM is harmless. */
 	err = hashmap__insert(&c->processes, (void *)(uintptr_t)(k->tgid + 1ULL), (void *)1);
 	return 0;
@@ -753,7 +810,8 @@ int window_builder__add(struct window_builder *wb, const struct drained_window *
 	if ((c.key_pid = profile__string(p, "pid")) < 0 ||
 	    (c.key_tid = profile__string(p, "tid")) < 0 ||
 	    (c.key_comm = profile__string(p, "comm")) < 0 ||
-	    (c.key_thread_name = profile__string(p, "thread_name")) < 0) {
+	    (c.key_thread_name = profile__string(p, "thread_name")) < 0 ||
+	    (c.key_thread_state = profile__string(p, "thread_state")) < 0) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -761,6 +819,7 @@ int window_builder__add(struct window_builder *wb, const struct drained_window *
 		err = add_one(&c, dw, &dw->samples[i]);
 		if (err == -E2BIG) {
 			stats->dropped_profile_cap += dw->samples[i].count;
+			stats->offcpu_dropped_ns += dw->samples[i].offcpu_ns;
 			err = 0;
 			continue;
 		}

@@ -19,7 +19,11 @@
  *    says no: an unknown serial, a stale or unreadable code object) is the placeholder
  *    [unnamed Python frame], counted; never another code object's name;
  *  - sample labels pid, tid, comm, thread_name, and where known namespace, pod, container and
- *    the chosen pod labels (Kubernetes), container_id (12 hex digits), unit (systemd).
+ *    the chosen pod labels (Kubernetes), container_id (12 hex digits), unit (systemd);
+ *  - an off-CPU sample (drained_sample.offcpu_ns) adds its nanoseconds as offcpu/nanoseconds,
+ *    with the label thread_state (sleeping, uninterruptible, runnable); one over the rate
+ *    cap has one placeholder frame, [off-CPU samples over the rate cap]; with targets it
+ *    goes to its target's off-CPU series.
  */
 #ifndef IGNIS_WINDOW_H
 #define IGNIS_WINDOW_H
@@ -57,6 +61,11 @@ struct window_stats {
 	uint64_t python_unnamed;      /* Python frames without a name ([unnamed Python frame]) */
 	uint64_t processes;	      /* distinct processes in the window */
 	uint64_t dropped_profile_cap; /* samples lost to a profile cap (counted, logged) */
+	/* Off-CPU samples (their count is 0, their weight nanoseconds). */
+	uint64_t offcpu_ns;	      /* off-CPU time added to the profile, ns */
+	uint64_t offcpu_capped_ns;    /* ... of it in the rate cap's placeholder */
+	uint64_t offcpu_truncated_ns; /* ... of it on stacks ending in [truncated] */
+	uint64_t offcpu_dropped_ns;   /* off-CPU time lost to a profile cap */
 };
 
 struct proc_image;
@@ -84,6 +93,7 @@ struct window_builder_opts {
 	struct targets *targets;      /* group samples by target (a server's series), or NULL */
 	window_fp_step_fn fp_step_ok; /* checks frame-pointer walks, or NULL (no check) */
 	void *fp_step_ctx;
+	bool offcpu; /* off-CPU samples go to the targets' offcpu series (targets only) */
 	window_python_frame_fn python_frame; /* names Python frames, or NULL (none named) */
 	void *python_ctx;
 };

@@ -98,6 +98,8 @@ static const char *str(const Profile *p, int64_t i)
 	return p->string_table[i];
 }
 
+static bool offcpu_only;
+
 static void check(const Profile *p)
 {
 	size_t i, j;
@@ -107,14 +109,34 @@ static void check(const Profile *p)
 	for (i = 0; i < p->n_string_table; i++)
 		if (!valid_utf8((const unsigned char *)p->string_table[i]))
 			violation("string %zu is not UTF-8", i);
-	if (p->n_sample_type != 2 || strcmp(str(p, p->sample_type[0]->type), "samples") ||
-	    strcmp(str(p, p->sample_type[0]->unit), "count") ||
-	    strcmp(str(p, p->sample_type[1]->type), "cpu") ||
-	    strcmp(str(p, p->sample_type[1]->unit), "nanoseconds"))
-		violation("sample types are not [samples/count, cpu/nanoseconds]");
-	if (!p->period_type || strcmp(str(p, p->period_type->type), "cpu") ||
-	    strcmp(str(p, p->period_type->unit), "nanoseconds"))
-		violation("period type is not cpu/nanoseconds");
+	/* Three layouts (agent/profile/profile.h, enum profile_types): CPU; CPU with off-CPU
+	 * time and wall time; off-CPU time alone, as Alloy sends it. */
+	if (p->n_sample_type == 1) {
+		offcpu_only = true;
+		if (strcmp(str(p, p->sample_type[0]->type), "offcpu") ||
+		    strcmp(str(p, p->sample_type[0]->unit), "nanoseconds"))
+			violation("a single sample type that is not offcpu/nanoseconds");
+		if (p->period_type)
+			violation("an off-CPU profile with a period type");
+	} else {
+		if ((p->n_sample_type != 2 && p->n_sample_type != 4) ||
+		    strcmp(str(p, p->sample_type[0]->type), "samples") ||
+		    strcmp(str(p, p->sample_type[0]->unit), "count") ||
+		    strcmp(str(p, p->sample_type[1]->type), "cpu") ||
+		    strcmp(str(p, p->sample_type[1]->unit), "nanoseconds"))
+			violation("sample types are not [samples/count, cpu/nanoseconds, ...]");
+		if (p->n_sample_type == 4 &&
+		    (strcmp(str(p, p->sample_type[2]->type), "offcpu") ||
+		     strcmp(str(p, p->sample_type[3]->type), "wall") ||
+		     strcmp(str(p, p->sample_type[2]->unit), "nanoseconds") ||
+		     strcmp(str(p, p->sample_type[3]->unit), "nanoseconds") ||
+		     strcmp(str(p, p->default_sample_type), "cpu")))
+			violation("sample types are not [..., offcpu/nanoseconds, wall/nanoseconds] "
+				  "with cpu the default");
+		if (!p->period_type || strcmp(str(p, p->period_type->type), "cpu") ||
+		    strcmp(str(p, p->period_type->unit), "nanoseconds"))
+			violation("period type is not cpu/nanoseconds");
+	}
 	if (p->period <= 0 || p->duration_nanos <= 0 || p->time_nanos <= 0)
 		violation("period, duration or time missing");
 	for (i = 0; i < p->n_mapping; i++)
@@ -150,8 +172,10 @@ static void check(const Profile *p)
 		for (j = 0; j < s->n_value; j++)
 			if (s->value[j] < 0)
 				violation("sample %zu has a negative value", i);
-		if (s->n_value == 2 && s->value[1] != s->value[0] * p->period)
+		if (s->n_value >= 2 && s->value[1] != s->value[0] * p->period)
 			violation("sample %zu: cpu != count * period", i);
+		if (s->n_value == 4 && s->value[3] != s->value[1] + s->value[2])
+			violation("sample %zu: wall != cpu + offcpu", i);
 		for (j = 0; j < s->n_location_id; j++)
 			if (!s->location_id[j] || s->location_id[j] > p->n_location)
 				violation("sample %zu: location out of range", i);
@@ -166,8 +190,13 @@ static void dump(const Profile *p)
 {
 	size_t i, j;
 
-	printf("{\"time_nanos\":%lld,\"duration_nanos\":%lld,\"period\":%lld,\"comments\":[",
+	printf("{\"time_nanos\":%lld,\"duration_nanos\":%lld,\"period\":%lld,\"sample_types\":[",
 	       (long long)p->time_nanos, (long long)p->duration_nanos, (long long)p->period);
+	for (i = 0; i < p->n_sample_type; i++) {
+		printf(i ? "," : "");
+		json_str(str(p, p->sample_type[i]->type));
+	}
+	printf("],\"comments\":[");
 	for (i = 0; i < p->n_comment; i++) {
 		printf(i ? "," : "");
 		json_str(str(p, p->comment[i]));
@@ -215,9 +244,10 @@ static void dump(const Profile *p)
 	for (i = 0; i < p->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = p->sample[i];
 
-		printf("%s\n{\"count\":%lld,\"cpu\":%lld,\"locations\":[", i ? "," : "",
-		       (long long)(s->n_value > 0 ? s->value[0] : 0),
-		       (long long)(s->n_value > 1 ? s->value[1] : 0));
+		printf("%s\n{\"count\":%lld,\"cpu\":%lld,\"offcpu\":%lld,\"locations\":[",
+		       i ? "," : "", (long long)(!offcpu_only && s->n_value > 0 ? s->value[0] : 0),
+		       (long long)(s->n_value > 1 ? s->value[1] : 0),
+		       (long long)(offcpu_only ? s->value[0] : s->n_value > 2 ? s->value[2] : 0));
 		for (j = 0; j < s->n_location_id; j++)
 			printf("%s%llu", j ? "," : "", (unsigned long long)s->location_id[j]);
 		printf("],\"labels\":{");

@@ -77,8 +77,11 @@ struct cycle *cycle__new(const struct cycle_opts *opts)
 	if (!c)
 		return NULL;
 	c->opts = *opts;
-	c->window_start_mono = now_mono_ns();
-	c->window_start_real = now_real_ns();
+	/* The first window began when BPF was attached (the agent started up meanwhile). */
+	c->window_start_mono = sampler__attached_ns(opts->sampler);
+	if (!c->window_start_mono)
+		c->window_start_mono = now_mono_ns();
+	c->window_start_real = now_real_ns() - (now_mono_ns() - c->window_start_mono);
 	c->summary_ns = c->window_start_mono;
 	c->kallsyms_loaded_ns = c->window_start_mono;
 	c->snap.interval_ns = (uint64_t)opts->interval_sec * NSEC_PER_SEC;
@@ -279,11 +282,12 @@ static void on_debug_fetched(void *ctx, const uint8_t *build_id, size_t len, int
 /* End the window: flip the generations and start the next window at once. */
 static int flip(struct cycle *c, struct window *w, unsigned int *idle)
 {
-	uint64_t now_real = now_real_ns();
+	uint64_t now_real, at;
 	int err;
 
 	debuginfod_fetcher__take(c->opts.debuginfod, on_debug_fetched, c);
-	err = sampler__flip(c->opts.sampler, idle);
+	now_real = now_real_ns();
+	err = sampler__flip(c->opts.sampler, idle, &at);
 	if (err) {
 		pr_err("cannot flip the map generations: %s", strerror(-err));
 		return err;
@@ -296,9 +300,10 @@ static int flip(struct cycle *c, struct window *w, unsigned int *idle)
 	w->po.period_ns = NSEC_PER_SEC / c->opts.frequency_hz;
 	w->po.types = c->opts.offcpu ? PROFILE_CPU_OFFCPU : PROFILE_CPU;
 	w->po.time_ns = c->window_start_real;
-	w->po.duration_ns = w->t0 - c->window_start_mono;
+	/* The window is what BPF counted in it: from flip to flip (the agent may run late). */
+	w->po.duration_ns = at - c->window_start_mono;
 	c->window_start_real = now_real;
-	c->window_start_mono = w->t0;
+	c->window_start_mono = at;
 	return 0;
 }
 

@@ -113,22 +113,23 @@ static __always_inline void add_offcpu(__u32 g, struct ignis_sample_key *key, __
 	if (record_ns(g, offcpu, key, ns))
 		return;
 	stat_add(g, stat, ns);
-	if (stat != STAT_OFFCPU_CAPPED_NS)
+	if (stat != STAT_OFFCPU_CAPPED_NS && stat != STAT_OFFCPU_EXITED_NS)
 		stat_inc(g, STAT_OFFCPU_SAMPLES);
 }
 
-/* The owed sample's kernel stack, if it is in generation g's map (else counted). */
-static __always_inline void owed_kernel_stack(__u32 g, struct ignis_offcpu_task *st,
-					      struct ignis_sample_key *key)
+/*
+ * Whether the owed sample belongs to generation g. One owed in an earlier window (its waits
+ * ended there, and the thread made no system call since) is not this window's: like the
+ * part of a wait before the window's start, it is counted, not recorded, so that no window
+ * holds more of a thread's time than it lasted.
+ */
+static __always_inline int owed_here(__u32 g, struct ignis_offcpu_task *st)
 {
-	if (!cfg.kernel_stacks)
-		return;
-	if (st->owed_gen == g) {
-		key->kernel_stack = st->owed_kstack;
-		return;
-	}
-	key->flags |= SAMPLE_F_KSTACK_ERR;
-	stat_inc(g, STAT_KSTACK_ERR);
+	if (st->owed_gen == g)
+		return 1;
+	stat_add(g, STAT_OFFCPU_EARLY_NS, st->owed_ns);
+	st->owed_ns = 0;
+	return 0;
 }
 
 /*
@@ -145,9 +146,11 @@ static __always_inline void record_leaf(__u32 g, struct task_struct *t,
 	void *stacks = bpf_map_lookup_elem(&stacks_gen, &g);
 	__u64 ns = st->owed_ns;
 
+	if (!owed_here(g, st))
+		return;
 	st->owed_ns = 0;
 	task_key(t, &key, st->owed_state);
-	owed_kernel_stack(g, st, &key);
+	key.kernel_stack = st->owed_kstack;
 	if (cs && stacks && !(key.flags & SAMPLE_F_KTHREAD) && cfg.user_stacks && st->owed_ip &&
 	    st->owed_exec_id == key.exec_id) {
 		cs->stack.len = 1;
@@ -335,6 +338,8 @@ int BPF_PROG(ignis_offcpu)
 		record_leaf(g, task, st);
 		return 0;
 	}
+	if (!owed_here(g, st))
+		return 0;
 	ns = st->owed_ns;
 	state = st->owed_state;
 	st->owed_ns = 0;
@@ -346,7 +351,7 @@ int BPF_PROG(ignis_offcpu)
 	key.exec_id = ti.exec_id;
 	key.flags = state << SAMPLE_F_STATE_SHIFT;
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
-	owed_kernel_stack(g, st, &key);
+	key.kernel_stack = st->owed_kstack;
 	announce_process(g, cs, key.tgid, &ti);
 	if (cfg.user_stacks) {
 		if (cfg.unwind_tables &&
@@ -361,13 +366,29 @@ int BPF_PROG(ignis_offcpu)
 	return 0;
 }
 
-/* A thread exits owing a sample: record what is known of it. */
+/*
+ * A thread exits: the sample it owes is recorded with what is known of it, and the time in
+ * its accumulators, waits that did not add up to a period (all of a short process's), without
+ * stacks (SAMPLE_F_OFFCPU_EXITED), so that its off-CPU time is all there.
+ */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ignis_offcpu_exit, struct task_struct *p)
 {
 	struct ignis_offcpu_task *st = bpf_task_storage_get(&offcpu_tasks, p, 0, 0);
+	struct ignis_sample_key key = {};
+	__u32 g = read_gen(), state;
 
-	if (st && st->owed_ns)
-		record_leaf(read_gen(), p, st);
+	if (!st)
+		return 0;
+	if (st->owed_ns)
+		record_leaf(g, p, st);
+	for (state = IGNIS_STATE_SLEEPING; state <= IGNIS_STATE_RUNNABLE; state++) {
+		if (!st->acc_ns[state])
+			continue;
+		task_key(p, &key, state);
+		key.flags |= SAMPLE_F_OFFCPU_EXITED;
+		add_offcpu(g, &key, st->acc_ns[state], STAT_OFFCPU_EXITED_NS);
+		st->acc_ns[state] = 0;
+	}
 	return 0;
 }

@@ -126,11 +126,13 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
 
 /*
  * An off-CPU sample (bpf/offcpu.bpf.c): its key is in the offcpu_gen maps, its value the
- * nanoseconds it carries, and its flags say the thread state it waited in. Time over the
- * rate cap is recorded without stacks.
+ * nanoseconds it carries, and its flags say the thread state it waited in. Two kinds of time
+ * are recorded without stacks: over the rate cap, and a thread's waits still short of a
+ * period when it exits.
  */
 #ifndef SAMPLE_F_OFFCPU_CAPPED
 #define SAMPLE_F_OFFCPU_CAPPED	 (1U << 3) /* over the per-CPU rate cap: no stacks */
+#define SAMPLE_F_OFFCPU_EXITED	 (1U << 4) /* short of a period at the thread's exit */
 #define SAMPLE_F_STATE_SHIFT	 8
 #define SAMPLE_F_STATE_MASK	 (3U << SAMPLE_F_STATE_SHIFT)
 #define IGNIS_STATE_SLEEPING	 1 /* interruptible sleep (S): timers, sockets, futexes */

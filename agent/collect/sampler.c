@@ -51,8 +51,10 @@ struct sampler {
 	unsigned int nr_attached;
 	unsigned int nr_gone;
 	uint64_t period_ns; /* cpu-clock period, 0 for the hardware event */
+	uint64_t attached_ns; /* CLOCK_MONOTONIC when the programs were attached */
 	uint32_t max_stacks;
 	uint32_t max_samples;
+	uint32_t max_offcpu; /* entries of each generation's off-CPU map */
 	bool unwinds; /* the table unwinder is loaded */
 };
 
@@ -272,7 +274,9 @@ static int load(struct sampler *s, bool unwind)
 	maps[4] = skel->maps.offcpu_0;
 	maps[5] = skel->maps.offcpu_1;
 	for (i = 0; i < 6; i++) {
-		uint32_t n = i < 2 ? s->max_stacks : s->max_samples;
+		/* Off-CPU keys come with threads, not with the sampling rate: a host that starts
+		 * thousands of short processes a second has that many keys per window. */
+		uint32_t n = i < 2 ? s->max_stacks : i < 4 ? s->max_samples : s->max_offcpu;
 
 		err = bpf_map__set_max_entries(maps[i], i < 4 || opts->offcpu ? n : 1);
 		if (err)
@@ -367,6 +371,9 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	/* A sample needs one count entry and at most two new stacks. */
 	s->max_samples = size_map(opts->max_samples, opts, 1, nr_cpus);
 	s->max_stacks = size_map(opts->max_stacks, opts, 2, nr_cpus);
+	s->max_offcpu = s->max_samples * 4 < MAX_MAP_ENTRIES ? s->max_samples * 4 : MAX_MAP_ENTRIES;
+	if (s->max_offcpu < 8192)
+		s->max_offcpu = 8192;
 
 	err = load(s, opts->unwind != SAMPLER_UNWIND_FP);
 	if ((err == -EINVAL || err == -EACCES || err == -E2BIG || err == -ENOMEM ||
@@ -574,7 +581,15 @@ int sampler__attach(struct sampler *s)
 		}
 	}
 	sampler__events_fired(s); /* start counting from here */
+	s->attached_ns = now_mono_ns();
+	if (s->opts.offcpu)
+		s->skel->bss->gen_start_ns[s->skel->bss->gen & 1] = s->attached_ns;
 	return 0;
+}
+
+uint64_t sampler__attached_ns(const struct sampler *s)
+{
+	return s->attached_ns;
 }
 
 unsigned int sampler__nr_cpus(const struct sampler *s)
@@ -624,7 +639,7 @@ void sampler__free(struct sampler *s)
 	free(s);
 }
 
-int sampler__flip(struct sampler *s, unsigned int *idle)
+int sampler__flip(struct sampler *s, unsigned int *idle, uint64_t *at_ns)
 {
 	unsigned int old = s->skel->bss->gen & 1;
 	uint32_t zero = 0;
@@ -632,7 +647,8 @@ int sampler__flip(struct sampler *s, unsigned int *idle)
 
 	/* Off-CPU time before this is the window's that ends now (bpf_ktime_get_ns() is
 	 * CLOCK_MONOTONIC). */
-	__atomic_store_n(&s->skel->bss->gen_start_ns[old ^ 1], now_mono_ns(), __ATOMIC_SEQ_CST);
+	*at_ns = now_mono_ns();
+	__atomic_store_n(&s->skel->bss->gen_start_ns[old ^ 1], *at_ns, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	/* The kernel runs synchronize_rcu() after a map-in-map update (maybe_wait_bpf_programs
 	 * in kernel/bpf/syscall.c): programs that read the old generation are done after it. */

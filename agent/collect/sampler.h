@@ -81,6 +81,8 @@ void sampler__free(struct sampler *s);
 
 /* Open a perf event on every online CPU, attach the programs. Returns 0 or -errno. */
 int sampler__attach(struct sampler *s) __must_check;
+/* CLOCK_MONOTONIC when sampler__attach() finished, ns: the first window's start. */
+uint64_t sampler__attached_ns(const struct sampler *s);
 
 /* Attach to CPUs that came online since the last call. Returns how many were added. */
 int sampler__refresh_cpus(struct sampler *s);
@@ -95,10 +97,11 @@ int sampler__check_links(struct sampler *s);
 
 /*
  * Switch the generation the programs write and wait until no program still writes the old
- * one (an RCU grace period). Sets *idle to the generation now safe to read. Returns 0 or
- * -errno.
+ * one (an RCU grace period). Sets *idle to the generation now safe to read and *at_ns to
+ * the CLOCK_MONOTONIC time of the switch (ns): the window's end as BPF counts it. Returns 0
+ * or -errno.
  */
-int sampler__flip(struct sampler *s, unsigned int *idle) __must_check;
+int sampler__flip(struct sampler *s, unsigned int *idle, uint64_t *at_ns) __must_check;
 
 /*
  * Consume ring-buffer events, waiting up to timeout_ms for some, or for wake_fd (-1: none)

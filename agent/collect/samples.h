@@ -32,6 +32,7 @@ struct stack_id {
 /* An off-CPU sample: its thread state in SAMPLE_STATE_MASK (never 0), its time in offcpu_ns,
  * count 0. */
 #define SAMPLE_OFFCPU_CAPPED   (1U << 3) /* over the per-CPU rate cap: no stacks */
+#define SAMPLE_OFFCPU_EXITED   (1U << 4) /* short of a period at the thread's exit: none */
 #define SAMPLE_STATE_SHIFT     8
 #define SAMPLE_STATE_MASK      (3U << SAMPLE_STATE_SHIFT)
 

@@ -469,6 +469,7 @@ const char *location_tag_name(enum location_tag tag)
 		[TAG_OTHER] = "[other stacks]",
 		[TAG_PYTHON_UNNAMED] = "[unnamed Python frame]",
 		[TAG_OFFCPU_CAPPED] = "[off-CPU samples over the rate cap]",
+		[TAG_OFFCPU_EXITED] = "[short off-CPU waits before exit]",
 	};
 
 	return tag > TAG_NONE && tag < TAG_MAX ? names[tag] : "";

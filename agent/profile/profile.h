@@ -58,7 +58,8 @@ enum location_tag {
 	TAG_OTHER = 3,		/* "[other stacks]": cold stacks folded to fit a server's limits */
 	TAG_PYTHON_UNNAMED = 4, /* "[unnamed Python frame]": a Python frame whose code object
 				 * could not be read or was not the one the walker met */
-	TAG_OFFCPU_CAPPED = 5,	 /* "[off-CPU samples over the rate cap]": time, no stack */
+	TAG_OFFCPU_CAPPED = 5, /* "[off-CPU samples over the rate cap]": time, no stack */
+	TAG_OFFCPU_EXITED = 6, /* "[short off-CPU waits before exit]": time, no stack */
 	TAG_MAX,
 };
 

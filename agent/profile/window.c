@@ -730,6 +730,8 @@ static int offcpu_frames(struct build_ctx *c, const struct drained_window *dw,
 	if (k->flags & SAMPLE_OFFCPU_CAPPED) {
 		tag = TAG_OFFCPU_CAPPED;
 		c->stats->offcpu_capped_ns += k->offcpu_ns;
+	} else if (k->flags & SAMPLE_OFFCPU_EXITED) {
+		tag = TAG_OFFCPU_EXITED;
 	}
 	if (tag == TAG_NONE) {
 		n = sample_frames(c, dw, k, img, locs, &truncated);

@@ -21,9 +21,9 @@
  *  - sample labels pid, tid, comm, thread_name, and where known namespace, pod, container and
  *    the chosen pod labels (Kubernetes), container_id (12 hex digits), unit (systemd);
  *  - an off-CPU sample (drained_sample.offcpu_ns) adds its nanoseconds as offcpu/nanoseconds,
- *    with the label thread_state (sleeping, uninterruptible, runnable); one over the rate
- *    cap has one placeholder frame, [off-CPU samples over the rate cap]; with targets it
- *    goes to its target's off-CPU series.
+ *    with the label thread_state (sleeping, uninterruptible, runnable); one without stacks
+ *    has one placeholder frame, [off-CPU samples over the rate cap] or [short off-CPU
+ *    waits before exit]; with targets it goes to its target's off-CPU series.
  */
 #ifndef IGNIS_WINDOW_H
 #define IGNIS_WINDOW_H

@@ -38,6 +38,7 @@ int main(void)
 		struct drained_window w;
 		struct sampler *s = sampler__new(&o);
 		unsigned int idle;
+		uint64_t at;
 
 		if (!s || sampler__attach(s)) {
 			fprintf(stderr, "round %d: cannot load or attach\n", round);
@@ -45,7 +46,7 @@ int main(void)
 		}
 		usleep(200000);
 		sampler__poll(s, 0, -1);
-		if (sampler__flip(s, &idle)) {
+		if (sampler__flip(s, &idle, &at)) {
 			fprintf(stderr, "round %d: flip failed\n", round);
 			return 1;
 		}

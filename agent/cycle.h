@@ -40,10 +40,10 @@ struct cycle_opts {
 	const char *output_dir;		       /* in messages about the local folder */
 	unsigned int frequency_hz;	       /* sampling frequency per CPU */
 	bool offcpu; /* windows carry off-CPU samples: profiles of PROFILE_CPU_OFFCPU */
-	unsigned int interval_sec;	       /* the window length */
-	unsigned int top;		       /* print the top N functions per window; 0: no */
-	uint64_t unwind_rows;		       /* rows the unwind table map holds */
-	bool kernel_stacks;		       /* kernel stacks are walked: reload kallsyms when
+	unsigned int interval_sec; /* the window length */
+	unsigned int top;	   /* print the top N functions per window; 0: no */
+	uint64_t unwind_rows;	   /* rows the unwind table map holds */
+	bool kernel_stacks;	   /* kernel stacks are walked: reload kallsyms when
 						* their addresses go unnamed (modules loaded since) */
 };
 

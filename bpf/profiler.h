@@ -131,13 +131,13 @@ _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ign
  * period when it exits.
  */
 #ifndef SAMPLE_F_OFFCPU_CAPPED
-#define SAMPLE_F_OFFCPU_CAPPED	 (1U << 3) /* over the per-CPU rate cap: no stacks */
-#define SAMPLE_F_OFFCPU_EXITED	 (1U << 4) /* short of a period at the thread's exit */
-#define SAMPLE_F_STATE_SHIFT	 8
-#define SAMPLE_F_STATE_MASK	 (3U << SAMPLE_F_STATE_SHIFT)
-#define IGNIS_STATE_SLEEPING	 1 /* interruptible sleep (S): timers, sockets, futexes */
-#define IGNIS_STATE_DISK	 2 /* uninterruptible (D): disk I/O, some kernel locks */
-#define IGNIS_STATE_RUNNABLE	 3 /* preempted (R): waiting for a CPU */
+#define SAMPLE_F_OFFCPU_CAPPED (1U << 3) /* over the per-CPU rate cap: no stacks */
+#define SAMPLE_F_OFFCPU_EXITED (1U << 4) /* short of a period at the thread's exit */
+#define SAMPLE_F_STATE_SHIFT   8
+#define SAMPLE_F_STATE_MASK    (3U << SAMPLE_F_STATE_SHIFT)
+#define IGNIS_STATE_SLEEPING   1 /* interruptible sleep (S): timers, sockets, futexes */
+#define IGNIS_STATE_DISK       2 /* uninterruptible (D): disk I/O, some kernel locks */
+#define IGNIS_STATE_RUNNABLE   3 /* preempted (R): waiting for a CPU */
 #endif
 
 /*

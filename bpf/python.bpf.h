@@ -55,7 +55,7 @@ struct uw_python {
 	__u32 total;   /* Python frames put in for the stack */
 	__u32 drain;   /* the native walk was cut: the rest of the chain goes in, in order */
 	__u32 slot;    /* the walk's cpu_states entry (CPU_STATE_*): its serials are its own */
-	__u64 frame; /* address of the next Python frame to emit, 0: none */
+	__u64 frame;   /* address of the next Python frame to emit, 0: none */
 	__u64 eval_start[IGNIS_PY_EVAL_RANGES];
 	__u64 eval_end[IGNIS_PY_EVAL_RANGES];
 	__s32 tss_data_off;

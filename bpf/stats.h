@@ -87,22 +87,22 @@
 	  "Switches back onto a CPU of threads whose switch-out was seen (--off-cpu).")            \
 	X(OFFCPU_SAMPLES, "ignis_offcpu_samples_total", "", "offcpu_samples",                      \
 	  "Off-CPU samples walked and recorded with their stacks.")                                \
-	X(OFFCPU_WALKED_NS, "ignis_offcpu_nanoseconds_total", "result=\"walked\"",                \
+	X(OFFCPU_WALKED_NS, "ignis_offcpu_nanoseconds_total", "result=\"walked\"",                 \
 	  "offcpu_walked_ns",                                                                      \
 	  "Off-CPU time by what became of it: in samples with whole stacks (walked), with the "    \
-	  "kernel stack and only the user leaf (user_leaf: it did not wait in a system call), "   \
+	  "kernel stack and only the user leaf (user_leaf: it did not wait in a system call), "    \
 	  "without stacks (rate_capped; at_exit: a thread's waits short of a period when it "      \
 	  "exits), left out (below_min_block; before_window: the part of a wait before the "       \
 	  "window began, or a sample owed in an earlier window).")                                 \
-	X(OFFCPU_LEAF_NS, "ignis_offcpu_nanoseconds_total", "result=\"user_leaf\"",               \
+	X(OFFCPU_LEAF_NS, "ignis_offcpu_nanoseconds_total", "result=\"user_leaf\"",                \
 	  "offcpu_leaf_ns", "")                                                                    \
-	X(OFFCPU_CAPPED_NS, "ignis_offcpu_nanoseconds_total", "result=\"rate_capped\"",           \
+	X(OFFCPU_CAPPED_NS, "ignis_offcpu_nanoseconds_total", "result=\"rate_capped\"",            \
 	  "offcpu_capped_ns", "")                                                                  \
-	X(OFFCPU_EXITED_NS, "ignis_offcpu_nanoseconds_total", "result=\"at_exit\"",               \
+	X(OFFCPU_EXITED_NS, "ignis_offcpu_nanoseconds_total", "result=\"at_exit\"",                \
 	  "offcpu_exited_ns", "")                                                                  \
-	X(OFFCPU_SHORT_NS, "ignis_offcpu_nanoseconds_total", "result=\"below_min_block\"",        \
+	X(OFFCPU_SHORT_NS, "ignis_offcpu_nanoseconds_total", "result=\"below_min_block\"",         \
 	  "offcpu_short_ns", "")                                                                   \
-	X(OFFCPU_EARLY_NS, "ignis_offcpu_nanoseconds_total", "result=\"before_window\"",          \
+	X(OFFCPU_EARLY_NS, "ignis_offcpu_nanoseconds_total", "result=\"before_window\"",           \
 	  "offcpu_early_ns", "")                                                                   \
 	X(OFFCPU_NO_STATE, "ignis_offcpu_state_missed_total", "", "offcpu_no_state",               \
 	  "Switch-outs whose thread state could not be kept (task storage full): that wait "       \

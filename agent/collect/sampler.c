@@ -43,19 +43,19 @@ struct sampler {
 	struct ring_buffer *rb;
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
-	struct bpf_link *switch_link; /* off-CPU: sched_switch */
-	struct bpf_link *offcpu_link; /* off-CPU: the end of a system call */
+	struct bpf_link *switch_link;	   /* off-CPU: sched_switch */
+	struct bpf_link *offcpu_link;	   /* off-CPU: the end of a system call */
 	struct bpf_link *offcpu_exit_link; /* off-CPU: a thread's exit */
-	struct cpu_event *cpus; /* indexed by CPU number, nr_possible entries */
+	struct cpu_event *cpus;		   /* indexed by CPU number, nr_possible entries */
 	int nr_possible;
 	unsigned int nr_attached;
 	unsigned int nr_gone;
-	uint64_t period_ns; /* cpu-clock period, 0 for the hardware event */
+	uint64_t period_ns;   /* cpu-clock period, 0 for the hardware event */
 	uint64_t attached_ns; /* CLOCK_MONOTONIC when the programs were attached */
 	uint32_t max_stacks;
 	uint32_t max_samples;
 	uint32_t max_offcpu; /* entries of each generation's off-CPU map */
-	bool unwinds; /* the table unwinder is loaded */
+	bool unwinds;	     /* the table unwinder is loaded */
 };
 
 /* libbpf's messages go through our logger; the verifier's log only at debug level. */
@@ -326,8 +326,8 @@ static int load(struct sampler *s, bool unwind)
 			return err;
 		}
 		fd = bpf_program__fd(skel->progs.ignis_offcpu_unwind);
-		if (opts->offcpu &&
-		    bpf_map_update_elem(bpf_map__fd(skel->maps.offcpu_progs), &zero, &fd, BPF_ANY)) {
+		if (opts->offcpu && bpf_map_update_elem(bpf_map__fd(skel->maps.offcpu_progs), &zero,
+							&fd, BPF_ANY)) {
 			err = -errno;
 			pr_err("cannot install the off-CPU unwinder program: %s", strerror(-err));
 			return err;

@@ -62,8 +62,8 @@ struct sampler_opts {
 	uint32_t py_codes; /* entries of py_codes */
 	/* Off-CPU time (bpf/offcpu.bpf.c): needs task storage for tracing programs (5.11+). */
 	bool offcpu;
-	bool offcpu_kthreads;	   /* kernel threads' waits too */
-	uint64_t offcpu_period_ns; /* weight of one off-CPU sample, ns */
+	bool offcpu_kthreads;	      /* kernel threads' waits too */
+	uint64_t offcpu_period_ns;    /* weight of one off-CPU sample, ns */
 	uint64_t offcpu_min_block_ns; /* waits shorter than this are left out, ns (0: none) */
 	unsigned int offcpu_max_rate; /* off-CPU samples per second per CPU at most (0: no cap) */
 	sampler_event_fn on_event;

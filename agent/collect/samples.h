@@ -31,10 +31,10 @@ struct stack_id {
 #define SAMPLE_KSTACK_ERR (1U << 2) /* the kernel stack walk failed (counted) */
 /* An off-CPU sample: its thread state in SAMPLE_STATE_MASK (never 0), its time in offcpu_ns,
  * count 0. */
-#define SAMPLE_OFFCPU_CAPPED   (1U << 3) /* over the per-CPU rate cap: no stacks */
-#define SAMPLE_OFFCPU_EXITED   (1U << 4) /* short of a period at the thread's exit: none */
-#define SAMPLE_STATE_SHIFT     8
-#define SAMPLE_STATE_MASK      (3U << SAMPLE_STATE_SHIFT)
+#define SAMPLE_OFFCPU_CAPPED (1U << 3) /* over the per-CPU rate cap: no stacks */
+#define SAMPLE_OFFCPU_EXITED (1U << 4) /* short of a period at the thread's exit: none */
+#define SAMPLE_STATE_SHIFT   8
+#define SAMPLE_STATE_MASK    (3U << SAMPLE_STATE_SHIFT)
 
 /* The thread state an off-CPU sample waited in (SAMPLE_STATE_MASK >> SAMPLE_STATE_SHIFT). */
 enum thread_state {

@@ -260,8 +260,7 @@ static int opt_off_cpu_period(struct agent_config *cfg, const char *arg, char *w
 	return 0;
 }
 
-static int opt_off_cpu_min_block(struct agent_config *cfg, const char *arg, char *why,
-				 size_t len)
+static int opt_off_cpu_min_block(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	uint64_t v;
 

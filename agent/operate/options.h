@@ -32,13 +32,13 @@ struct agent_config {
 	uint32_t *pids;		     /* --pid filter, tgids */
 	size_t nr_pids;
 	bool kernel_stacks;
-	bool python;	  /* walk Python frames (--no-python: off) */
-	bool offcpu;	  /* record off-CPU time (--off-cpu) */
+	bool python; /* walk Python frames (--no-python: off) */
+	bool offcpu; /* record off-CPU time (--off-cpu) */
 	bool offcpu_kthreads;
 	unsigned int offcpu_period_ms;	  /* weight of one off-CPU sample */
 	unsigned int offcpu_min_block_us; /* shorter waits are left out */
 	unsigned int offcpu_max_rate;	  /* off-CPU samples per second per CPU, 0: no cap */
-	unsigned int top; /* print the N hottest functions after each window */
+	unsigned int top;		  /* print the N hottest functions after each window */
 	enum log_level log_level;
 	enum sampler_event event;
 	enum sampler_unwind unwind;  /* --unwind */

@@ -58,8 +58,8 @@ enum location_tag {
 	TAG_OTHER = 3,		/* "[other stacks]": cold stacks folded to fit a server's limits */
 	TAG_PYTHON_UNNAMED = 4, /* "[unnamed Python frame]": a Python frame whose code object
 				 * could not be read or was not the one the walker met */
-	TAG_OFFCPU_CAPPED = 5, /* "[off-CPU samples over the rate cap]": time, no stack */
-	TAG_OFFCPU_EXITED = 6, /* "[short off-CPU waits before exit]": time, no stack */
+	TAG_OFFCPU_CAPPED = 5,	/* "[off-CPU samples over the rate cap]": time, no stack */
+	TAG_OFFCPU_EXITED = 6,	/* "[short off-CPU waits before exit]": time, no stack */
 	TAG_MAX,
 };
 
@@ -125,9 +125,9 @@ struct profile {
 	size_t nr_lines, cap_lines;
 	struct profile_sample *samples;
 	size_t nr_samples, cap_samples;
-	uint64_t total_count;	   /* sum of samples/count */
+	uint64_t total_count;	  /* sum of samples/count */
 	uint64_t total_offcpu_ns; /* sum of offcpu/nanoseconds */
-	int64_t *comments;    /* string indexes of Profile.comment */
+	int64_t *comments;	  /* string indexes of Profile.comment */
 	size_t nr_comments, cap_comments;
 	int64_t str_samples, str_count; /* indexes of the sample and period type names */
 	int64_t str_cpu, str_nanoseconds;

@@ -207,7 +207,7 @@ struct splitter {
 	const struct profile *src;
 	const struct split_opts *o;
 	struct split_result *out;
-	int64_t pid_key; /* src string index of "pid", or -1 */
+	int64_t pid_key;	   /* src string index of "pid", or -1 */
 	enum profile_types *types; /* per group: what its samples carry */
 	size_t max_samples, max_bytes;
 };

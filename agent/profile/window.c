@@ -786,8 +786,8 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		labels[nr_labels++] =
 			(struct profile_label){ .key = c->key_thread_state, .str = str };
 	}
-	err = profile__add_group_values(c->p, group, locs, (uint32_t)n, labels,
-					(uint32_t)nr_labels, k->count, k->offcpu_ns);
+	err = profile__add_group_values(c->p, group, locs, (uint32_t)n, labels, (uint32_t)nr_labels,
+					k->count, k->offcpu_ns);
 	if (err)
 		return err;
 	c->stats->samples += k->count;

@@ -254,8 +254,8 @@ static int opt_off_cpu_period(struct agent_config *cfg, const char *arg, char *w
 {
 	uint64_t v;
 
-	if (option_parse_uint(arg, 1, 1000, &v))
-		return WHY("must be a number of milliseconds from 1 to 1000");
+	if (option_parse_uint(arg, 0, 1000, &v))
+		return WHY("must be a number of milliseconds from 0 (every wait) to 1000");
 	cfg->offcpu_period_ms = (unsigned int)v;
 	return 0;
 }
@@ -513,7 +513,9 @@ static const struct option_desc agent_options[] = {
 	  "offcpu/nanoseconds with a thread_state label",
 	  NULL, OPT_FLAG, NULL, opt_off_cpu },
 	{ "off-cpu-period", 0, "MS",
-	  "off-CPU time one sample carries: a thread's waits add up until they reach it", "10", 0,
+	  "off-CPU time one sample carries: a thread's waits add up until they reach it (0: a "
+	  "sample per wait, for comparison: costly)",
+	  "10", 0,
 	  NULL, opt_off_cpu_period },
 	{ "off-cpu-min-block", 0, "US",
 	  "leave out waits shorter than this (0: count every wait; anything else makes totals "

@@ -1559,7 +1559,120 @@ def python(res, quick):
     log("python: " + ", ".join(took))
 
 
-# ---- 9: the README section --------------------------------------------------------------------
+# ---- 9: off-CPU time ----------------------------------------------------------------------
+
+OFFCPU = os.path.join(BUILD, "tests", "workloads", "offcpu")
+
+
+def pipe_ops():
+    """`perf bench sched pipe`: two processes passing a message through pipes, each pass a
+    context switch; operations per second."""
+    loops = 200000
+    out = subprocess.run(["perf", "bench", "sched", "pipe", "-l", str(loops)],
+                         capture_output=True, text=True)
+    m = re.search(r"(\d+) ops/sec", out.stdout)
+    if not m:
+        raise RuntimeError("perf bench sched pipe: " + out.stdout + out.stderr)
+    return float(m.group(1))
+
+
+def prog_run_ns(pid, name):
+    owned = fdinfo(pid)["prog_id"]
+    for p in bpf_progs():
+        if p["id"] in owned and p["name"] == name and p.get("run_cnt"):
+            return p["run_time_ns"] / p["run_cnt"], p["run_cnt"]
+    return None, 0
+
+
+def offcpu_throughput(res, quick):
+    """The switch-heavy load under ignis without and with --off-cpu (defaults), and with
+    a sample for every wait (--off-cpu-period 0 --off-cpu-max-rate 0), in rotating order;
+    the BPF programs' cost per run in the same runs."""
+    reps = 2 if quick else 5
+    configs = {"cpu": [], "offcpu": ["--off-cpu"],
+               "every": ["--off-cpu", "--off-cpu-period", "0", "--off-cpu-max-rate", "0"]}
+    ops = {k: [] for k in configs}
+    cost = {"switch": [], "sys_exit": [], "switch_every": [], "sys_exit_every": []}
+    with bpf_stats():
+        for rep in range(reps):
+            names = list(configs)
+            names = names[rep % 3:] + names[:rep % 3]
+            for name in names:
+                prof = Ignis(100, *configs[name], interval=10)
+                runs = [pipe_ops() for _ in range(3)]
+                ops[name].append(statistics.median(runs))
+                if name != "cpu":
+                    suffix = "" if name == "offcpu" else "_every"
+                    ns, _ = prog_run_ns(prof.pid, "ignis_switch")
+                    cost["switch" + suffix].append(ns)
+                    ns, _ = prog_run_ns(prof.pid, "ignis_offcpu")
+                    cost["sys_exit" + suffix].append(ns)
+                prof.stop()
+            log(f"  off-CPU: pipe ops/s {ops['cpu'][-1]:.0f} (ignis), {ops['offcpu'][-1]:.0f} "
+                f"(--off-cpu), {ops['every'][-1]:.0f} (every wait)")
+    cmd = (f"`perf bench sched pipe -l 200000` (median of 3) under `ignis`, `ignis --off-cpu` "
+           f"and `ignis --off-cpu --off-cpu-period 0 --off-cpu-max-rate 0`, {reps} rotations")
+    res.add("offcpu_pipe_ops_cpu", "pipe ping-pong, ops/s under ignis (CPU only)", "ops/s",
+            ops["cpu"], cmd)
+    res.add("offcpu_pipe_ops_offcpu", "pipe ping-pong, ops/s under ignis --off-cpu", "ops/s",
+            ops["offcpu"], cmd)
+    res.add("offcpu_pipe_loss", "  throughput lost to --off-cpu (defaults)", "%",
+            [100.0 * (1 - o / c) for c, o in zip(ops["cpu"], ops["offcpu"])],
+            cmd + "; rotation by rotation", target="<= 1 % to be on by default (issue 15)")
+    res.add("offcpu_pipe_loss_every", "  throughput lost recording every wait", "%",
+            [100.0 * (1 - o / c) for c, o in zip(ops["cpu"], ops["every"])],
+            cmd + "; rotation by rotation")
+    res.add("offcpu_bpf_ns_switch", "BPF cost per context switch (sched_switch: switch-out "
+            "and switch-in)", "ns", cost["switch"], cmd + "; run_time_ns / run_cnt",
+            target="<= 300 ns when no sample is made")
+    res.add("offcpu_bpf_ns_sys_exit", "BPF cost per system call exit (the walk's hook)", "ns",
+            cost["sys_exit"], cmd + "; run_time_ns / run_cnt, walks included")
+    res.add("offcpu_bpf_ns_switch_every", "  per switch, a sample for every wait", "ns",
+            cost["switch_every"], cmd)
+    res.add("offcpu_bpf_ns_sys_exit_every", "  per system call exit, a sample for every wait",
+            "ns", cost["sys_exit_every"], cmd)
+
+
+def offcpu_memory(res, quick):
+    """The agent's memory with 10,000 sleeping threads (1 s sleeps), with --off-cpu: RSS and
+    BPF map memory before and a few windows after they started."""
+    n = 2000 if quick else 10000
+    interval = 2 if quick else 5
+    port = free_port()
+    prof = Ignis(100, "--off-cpu", "--metrics-address", f"127.0.0.1:{port}",
+                 interval=interval)
+    time.sleep(interval + 1)
+    rss0 = proc_status(prof.pid, "VmRSS")
+    maps0 = metric_value(metrics_text(port), "ignis_bpf_map_bytes") or 0
+    idle = spawn([OFFCPU, "idle", str(n), str(6 * interval + 10)])
+    time.sleep(4 * interval)
+    rss = proc_status(prof.pid, "VmRSS")
+    text = metrics_text(port)
+    maps = metric_value(text, "ignis_bpf_map_bytes") or 0
+    samples = metric_value(text, "ignis_offcpu_samples_total") or 0
+    idle.kill()
+    idle.wait()
+    prof.stop()
+    cmd = (f"`offcpu idle {n}` (threads sleeping 1 s at a time) under `ignis --off-cpu "
+           f"--interval {interval}`; RSS {4 * interval} s after they started, "
+           f"{samples:.0f} off-CPU samples by then")
+    res.add("offcpu_rss", f"agent RSS with {n} sleeping threads", "MiB", [rss / 1024], cmd)
+    res.add("offcpu_rss_growth", f"  its growth from before they started", "MiB",
+            [(rss - rss0) / 1024], cmd)
+    res.add("offcpu_maps_mib", "BPF map memory (memlock), --off-cpu", "MiB",
+            [maps / 2**20], cmd + f"; {maps0 / 2**20:.1f} MiB before the threads")
+
+
+def offcpu(res, quick):
+    took = []
+    for part in (offcpu_throughput, offcpu_memory):
+        t0 = time.monotonic()
+        part(res, quick)
+        took.append(f"{part.__name__} {time.monotonic() - t0:.0f} s")
+    log("offcpu: " + ", ".join(took))
+
+
+# ---- 10: the README section --------------------------------------------------------------------
 
 def fmt(fig):
     if fig.get("n", 0) == 0:
@@ -1618,6 +1731,8 @@ def verdicts(res):
     at_least("unwind_ovh_ratio_throughput", 1)
     at_most("py_bpf_ratio_30", 1.5)
     at_most("py_flask_rps_loss", 1)
+    at_most("offcpu_pipe_loss", 1)
+    at_most("offcpu_bpf_ns_switch", 300)
     return out
 
 
@@ -1676,6 +1791,8 @@ def report(res, quick):
          [k for k in figs if k.startswith("unwind_ovh_")] + ["unwind_publish_s"]),
         ("Python frames: BPF cost, the Flask app's throughput, agent memory per process",
          [k for k in figs if k.startswith("py_")]),
+        ("Off-CPU time: a switch-heavy load (perf bench sched pipe), BPF cost, memory",
+         [k for k in figs if k.startswith("offcpu_")]),
         ("Accuracy and loss",
          [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
           for x in ("share_error_pooled", "share_error", "complete_stacks")] +
@@ -1709,7 +1826,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only",
                         help="comma-separated sections: "
-                        "overhead,bpf,agent,window,upload,symbols,unwind,python")
+                        "overhead,bpf,agent,window,upload,symbols,unwind,python,offcpu")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite the README section from build/bench/results.json")
@@ -1720,7 +1837,8 @@ def main():
             res.data = json.load(f)
         update_readme(report(res, res.data.get("quick", False)))
         return
-    every = {"overhead", "bpf", "agent", "window", "upload", "symbols", "unwind", "python"}
+    every = {"overhead", "bpf", "agent", "window", "upload", "symbols", "unwind", "python",
+             "offcpu"}
     only = set(args.only.split(",")) if args.only else every
     if os.geteuid() != 0:
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
@@ -1743,6 +1861,8 @@ def main():
             unwind(res, args.quick)
         if "python" in only:
             python(res, args.quick)
+        if "offcpu" in only:
+            offcpu(res, args.quick)
     finally:
         reap()
         shutil.rmtree(TMP, ignore_errors=True)

@@ -15,6 +15,7 @@
  *   offcpu pingpong SECONDS          two threads passing a byte through two pipes
  *                                    (pass_part()): waits of tens of microseconds
  *   offcpu churn RATE SECONDS        RATE short processes a second, each sleeping 1 ms
+ *   offcpu idle THREADS SECONDS      THREADS threads sleeping 1 s at a time
  *
  * Started with "wait" as first argument, it waits for a line on stdin first, so that a test
  * can start the profiler with the workload's pid known.
@@ -279,6 +280,36 @@ static NOINLINE void child_part(void)
 	nanosleep(&ts, NULL);
 }
 
+static void *idle_thread(void *arg)
+{
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+	struct timespec ts = { 1, 0 };
+
+	(void)arg;
+	while (mono_ns() < end)
+		nanosleep(&ts, NULL);
+	return NULL;
+}
+
+static int idle(int n)
+{
+	pthread_attr_t attr;
+	pthread_t *t = calloc((size_t)n, sizeof(*t));
+	int started = 0;
+
+	if (!t || pthread_attr_init(&attr) || pthread_attr_setstacksize(&attr, 64 * 1024))
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (!pthread_create(&t[i], &attr, idle_thread, NULL))
+			started++;
+	printf("{\"threads\":%d}\n", started);
+	fflush(stdout);
+	for (int i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	free(t);
+	return 0;
+}
+
 static int churn(double rate)
 {
 	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9), gap = (uint64_t)(1e9 / rate);
@@ -347,6 +378,10 @@ int main(int argc, char **argv)
 		if (pipe(pipes[0]) || pipe(pipes[1]))
 			return 1;
 		return run_threads(2, pingpong_thread);
+	}
+	if (!strcmp(argv[1], "idle")) {
+		seconds = arg_seconds(argc, argv, 3, 10);
+		return idle(atoi(argv[2]));
 	}
 	if (!strcmp(argv[1], "churn")) {
 		seconds = arg_seconds(argc, argv, 3, 10);

@@ -284,3 +284,33 @@ def test_without_off_cpu_profiles_unchanged():
         check(p.data["sample_types"] == ["samples", "cpu"], p.data["sample_types"])
     c = window_counters(agent)
     check(not c.get("offcpu_switches"), f"switches counted without --off-cpu: {c}")
+
+
+def test_python_sleep_named():
+    """The workshop's slow endpoint: a Python function that waits in time.sleep() shows by
+    name in the off-CPU profile, under every interpreter (3.8-3.13 and Debian's 3.11), with
+    its time (the first waits, before the agent attached the interpreter, are native only)."""
+    from test_python import interpreters, script, warm_tables
+    agent = offcpu_agent()
+    pythons = dict(interpreters())
+    warm_tables([agent], list(pythons.values()))
+    procs = {label: spawn([python, script("sleeper.py"), "3"])
+             for label, python in pythons.items()}
+    results = {}
+    for label, p in procs.items():
+        out, err = wait_exit(p, 60)
+        check(p.returncode == 0, f"{label}: {err[-2000:]}")
+        results[label] = (p.pid, json.loads(out.strip().splitlines()[-1]))
+    profiles, _ = finish(agent)
+    for label, (pid, r) in results.items():
+        got = on(profiles, "slow_io", pid=pid)
+        want = r["slept"] * 1e9
+        check(got >= 0.8 * want - 2 * PERIOD_MS * 1e6 and got <= 1.05 * want + 2 * PERIOD_MS * 1e6,
+              f"{label}: slow_io has {got / 1e6:.0f} ms off CPU, it slept {want / 1e6:.0f} ms")
+        chains = [p.frames(s) for p, s in offcpu_samples(profiles, pid=pid)
+                  if "slow_io" in p.frames(s)]
+        check(all(f.index("slow_io") < f.index("main") < f.index("<module>")
+                  for f in chains if "main" in f and "<module>" in f),
+              f"{label}: slow_io's callers out of order: {chains[:2]}")
+        check(any("main" in f and "<module>" in f for f in chains),
+              f"{label}: no whole Python chain: {chains[:2]}")

@@ -692,7 +692,8 @@ static int sample_labels(struct build_ctx *c, const struct drained_sample *k,
 		if (!il)
 			return err;
 		memcpy(labels + 4, il->l, il->nr * sizeof(il->l[0]));
-		*group = k->offcpu_ns ? il->offcpu_target : il->target;
+		/* il->offcpu_target is set only with opts.offcpu. */
+		*group = k->offcpu_ns && c->wb->opts.offcpu ? il->offcpu_target : il->target;
 		return 4 + (int)il->nr;
 	}
 	if (c->wb->opts.targets) {
@@ -700,7 +701,7 @@ static int sample_labels(struct build_ctx *c, const struct drained_sample *k,
 		struct target_process tp = {
 			.comm = thread_name,
 			.kthread = k->flags & SAMPLE_KTHREAD,
-			.offcpu = k->offcpu_ns != 0,
+			.offcpu = k->offcpu_ns && c->wb->opts.offcpu,
 		};
 		int64_t target = targets__resolve(c->wb->opts.targets, c->seq, &tp);
 

@@ -308,5 +308,222 @@ static void test_top(void **state)
 	profile__free(p);
 }
 
+/* A profile of these sample types, else as new_profile(). */
+static struct profile *new_profile_types(enum profile_types types)
+{
+	struct profile_opts o = {
+		.types = types, .period_ns = 10000000, .time_ns = 1764441290000000000ULL,
+		.duration_ns = 10000000000ULL,
+	};
+	struct profile *p = profile__new(&o);
+
+	assert_non_null(p);
+	return p;
+}
+
+/* One location (hot in /usr/bin/app) into loc[0], and the labels pid and comm. */
+static void build_offcpu_parts(struct profile *p, uint64_t *loc, struct profile_label labels[2])
+{
+	struct profile_mapping m = { .memory_limit = UINT64_MAX, .has_functions = true };
+	struct profile_line line = { 0 };
+	int64_t map, fn, l;
+
+	m.filename = profile__string(p, "/usr/bin/app");
+	map = profile__mapping(p, "b", 1, &m);
+	assert_true(map > 0);
+	fn = profile__function(p, "hot", "hot", "", 0);
+	assert_true(fn > 0);
+	line.function_id = (uint64_t)fn;
+	l = profile__add_location(p, (uint64_t)map, 0x1200, 0, &line, 1);
+	assert_true(l > 0);
+	loc[0] = (uint64_t)l;
+	labels[0] = (struct profile_label){ .key = profile__string(p, "pid"), .num = 42 };
+	labels[1] = (struct profile_label){ .key = profile__string(p, "comm"),
+					    .str = profile__string(p, "app") };
+}
+
+/* CPU samples and off-CPU time of the same stack, labels and group are one sample; another
+ * group or other labels another one. */
+static void test_group_values_merge(void **state)
+{
+	struct profile *p = new_profile_types(PROFILE_CPU_OFFCPU);
+	struct profile_label labels[2];
+	const struct profile_sample *s;
+	uint64_t loc[2];
+
+	(void)state;
+	build_offcpu_parts(p, loc, labels);
+	loc[1] = loc[0];
+	assert_int_equal(profile__add_group_values(p, 1, loc, 1, labels, 2, 3, 0), 0);
+	assert_int_equal(profile__add_group_values(p, 1, loc, 1, labels, 2, 0, 5000000), 0);
+	assert_int_equal(profile__add_group_values(p, 1, loc, 1, labels, 2, 1, 250), 0);
+	assert_int_equal(p->nr_samples, 1);
+	s = &p->samples[0];
+	assert_int_equal(s->group, 1);
+	assert_int_equal(s->nr_locations, 1);
+	assert_int_equal(s->locations[0], loc[0]);
+	assert_int_equal(s->nr_labels, 2);
+	assert_int_equal(s->labels[0].num, 42);
+	assert_string_equal(profile__str(p, s->labels[1].str), "app");
+	assert_int_equal(s->values[0], 4);
+	assert_int_equal(s->values[1], 40000000);
+	assert_int_equal(s->values[2], 5000250);
+	assert_int_equal(p->total_count, 4);
+	assert_int_equal(p->total_offcpu_ns, 5000250);
+
+	/* Another group, another stack, other labels: samples of their own. */
+	assert_int_equal(profile__add_group_values(p, 0, loc, 1, labels, 2, 0, 7), 0);
+	assert_int_equal(profile__add_group_values(p, 1, loc, 2, labels, 2, 0, 11), 0);
+	assert_int_equal(profile__add_group_values(p, 1, loc, 1, labels, 1, 0, 13), 0);
+	assert_int_equal(p->nr_samples, 4);
+	assert_int_equal(p->samples[0].values[2], 5000250);
+	assert_int_equal(p->samples[1].group, 0);
+	assert_int_equal(p->samples[1].values[0], 0);
+	assert_int_equal(p->samples[1].values[1], 0);
+	assert_int_equal(p->samples[1].values[2], 7);
+	assert_int_equal(p->total_count, 4);
+	assert_int_equal(p->total_offcpu_ns, 5000250 + 7 + 11 + 13);
+	/* profile__add_group_sample() adds CPU samples only. */
+	assert_int_equal(profile__add_group_sample(p, 0, loc, 1, labels, 2, 2), 0);
+	assert_int_equal(p->samples[1].values[0], 2);
+	assert_int_equal(p->samples[1].values[2], 7);
+	assert_int_equal(p->total_offcpu_ns, 5000250 + 7 + 11 + 13);
+	profile__free(p);
+}
+
+/* PROFILE_CPU_OFFCPU: samples, cpu, offcpu and wall (cpu + offcpu), viewed as cpu. */
+static void test_cpu_offcpu_types(void **state)
+{
+	struct profile *p = new_profile_types(PROFILE_CPU_OFFCPU);
+	static const char *const names[4][2] = { { "samples", "count" },
+						 { "cpu", "nanoseconds" },
+						 { "offcpu", "nanoseconds" },
+						 { "wall", "nanoseconds" } };
+	struct profile_label labels[2];
+	uint64_t loc[1];
+	pb_profile *pb;
+	size_t i;
+
+	(void)state;
+	build_offcpu_parts(p, loc, labels);
+	assert_int_equal(profile__add_group_values(p, 0, loc, 1, labels, 2, 3, 0), 0);
+	assert_int_equal(profile__add_group_values(p, 0, loc, 1, labels, 2, 0, 5000000), 0);
+	labels[0].num = 43;
+	assert_int_equal(profile__add_group_values(p, 0, loc, 1, labels, 2, 0, 7000000), 0);
+	labels[0].num = 44;
+	assert_int_equal(profile__add_group_values(p, 0, loc, 1, labels, 2, 2, 0), 0);
+	pb = round_trip(p, 1);
+	assert_int_equal(pb->n_sample_type, 4);
+	for (i = 0; i < 4; i++) {
+		assert_string_equal(pstr(pb, pb->sample_type[i]->type), names[i][0]);
+		assert_string_equal(pstr(pb, pb->sample_type[i]->unit), names[i][1]);
+	}
+	assert_string_equal(pstr(pb, pb->default_sample_type), "cpu");
+	assert_non_null(pb->period_type);
+	assert_string_equal(pstr(pb, pb->period_type->type), "cpu");
+	assert_string_equal(pstr(pb, pb->period_type->unit), "nanoseconds");
+	assert_int_equal(pb->period, 10000000);
+
+	assert_int_equal(pb->n_sample, 3);
+	for (i = 0; i < pb->n_sample; i++)
+		assert_int_equal(pb->sample[i]->n_value, 4);
+	/* CPU and off-CPU merged: wall is both. */
+	assert_int_equal(pb->sample[0]->label[0]->num, 42);
+	assert_int_equal(pb->sample[0]->value[0], 3);
+	assert_int_equal(pb->sample[0]->value[1], 30000000);
+	assert_int_equal(pb->sample[0]->value[2], 5000000);
+	assert_int_equal(pb->sample[0]->value[3], 35000000);
+	/* Off CPU only. */
+	assert_int_equal(pb->sample[1]->label[0]->num, 43);
+	assert_int_equal(pb->sample[1]->value[0], 0);
+	assert_int_equal(pb->sample[1]->value[1], 0);
+	assert_int_equal(pb->sample[1]->value[2], 7000000);
+	assert_int_equal(pb->sample[1]->value[3], 7000000);
+	/* CPU only. */
+	assert_int_equal(pb->sample[2]->value[0], 2);
+	assert_int_equal(pb->sample[2]->value[1], 20000000);
+	assert_int_equal(pb->sample[2]->value[2], 0);
+	assert_int_equal(pb->sample[2]->value[3], 20000000);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	profile__free(p);
+
+	/* A CPU profile keeps its two types, even with off-CPU time in its samples. */
+	p = new_profile_types(PROFILE_CPU);
+	build_offcpu_parts(p, loc, labels);
+	assert_int_equal(profile__add_group_values(p, 0, loc, 1, labels, 2, 3, 5000000), 0);
+	assert_int_equal(p->str_offcpu, 0);
+	assert_int_equal(p->str_wall, 0);
+	pb = round_trip(p, -1);
+	assert_int_equal(pb->n_sample_type, 2);
+	assert_string_equal(pstr(pb, pb->sample_type[0]->type), "samples");
+	assert_string_equal(pstr(pb, pb->sample_type[1]->type), "cpu");
+	assert_int_equal(pb->default_sample_type, 0);
+	for (i = 1; i < pb->n_string_table; i++) {
+		assert_string_not_equal(pb->string_table[i], "offcpu");
+		assert_string_not_equal(pb->string_table[i], "wall");
+	}
+	assert_int_equal(pb->n_sample, 1);
+	assert_int_equal(pb->sample[0]->n_value, 2);
+	assert_int_equal(pb->sample[0]->value[0], 3);
+	assert_int_equal(pb->sample[0]->value[1], 30000000);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	profile__free(p);
+}
+
+/* PROFILE_OFFCPU (Alloy's off-CPU profile): one type, offcpu/nanoseconds, no period type;
+ * a sample's value is its time. The placeholders have their names. */
+static void test_offcpu_only_type(void **state)
+{
+	struct profile *p = new_profile_types(PROFILE_OFFCPU);
+	struct profile_label labels[2];
+	uint64_t loc[1], capped;
+	int64_t ph;
+	pb_profile *pb;
+	const Perftools__Profiles__Location *l;
+
+	(void)state;
+	build_offcpu_parts(p, loc, labels);
+	assert_int_equal(profile__add_group_values(p, 0, loc, 1, labels, 2, 0, 5000000), 0);
+	assert_int_equal(profile__add_group_values(p, 0, loc, 1, labels, 2, 0, 1500000), 0);
+	ph = profile__placeholder(p, TAG_OFFCPU_CAPPED, 0);
+	assert_true(ph > 0);
+	capped = (uint64_t)ph;
+	assert_int_equal(profile__add_group_values(p, 0, &capped, 1, labels, 2, 0, 900), 0);
+	assert_true(profile__placeholder(p, TAG_OFFCPU_EXITED, 0) != ph);
+	assert_string_equal(location_tag_name(TAG_OFFCPU_CAPPED),
+			    "[off-CPU samples over the rate cap]");
+	assert_string_equal(location_tag_name(TAG_OFFCPU_EXITED),
+			    "[short off-CPU waits before exit]");
+	assert_int_equal(p->total_offcpu_ns, 6500900);
+	assert_int_equal(p->total_count, 0);
+
+	pb = round_trip(p, 6);
+	assert_int_equal(pb->n_sample_type, 1);
+	assert_string_equal(pstr(pb, pb->sample_type[0]->type), "offcpu");
+	assert_string_equal(pstr(pb, pb->sample_type[0]->unit), "nanoseconds");
+	assert_null(pb->period_type);
+	assert_int_equal(pb->period, 1);
+	assert_int_equal(pb->default_sample_type, 0);
+	assert_int_equal(pb->time_nanos, 1764441290000000000LL);
+	assert_int_equal(pb->duration_nanos, 10000000000LL);
+	assert_int_equal(pb->n_sample, 2);
+	assert_int_equal(pb->sample[0]->n_value, 1);
+	assert_int_equal(pb->sample[0]->value[0], 6500000);
+	assert_int_equal(pb->sample[0]->n_label, 2);
+	assert_int_equal(pb->sample[1]->n_value, 1);
+	assert_int_equal(pb->sample[1]->value[0], 900);
+	/* The placeholder: no mapping, one Line of a function named after it. */
+	assert_int_equal(pb->sample[1]->n_location_id, 1);
+	l = pb->location[pb->sample[1]->location_id[0] - 1];
+	assert_int_equal(l->mapping_id, 0);
+	assert_int_equal(l->n_line, 1);
+	assert_string_equal(pstr(pb, pb->function[l->line[0]->function_id - 1]->name),
+			    "[off-CPU samples over the rate cap]");
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	profile__free(p);
+}
+
 UNIT_MAIN("profile", cmocka_unit_test(test_strings), cmocka_unit_test(test_round_trip),
-	  cmocka_unit_test(test_comments), cmocka_unit_test(test_caps), cmocka_unit_test(test_top))
+	  cmocka_unit_test(test_comments), cmocka_unit_test(test_caps), cmocka_unit_test(test_top),
+	  cmocka_unit_test(test_group_values_merge), cmocka_unit_test(test_cpu_offcpu_types),
+	  cmocka_unit_test(test_offcpu_only_type))

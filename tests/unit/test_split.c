@@ -16,10 +16,11 @@ struct fixture {
 	uint64_t fn_loc[64]; /* location per function index */
 };
 
-static void setup(struct fixture *f)
+/* The fixture's profile, of these sample types. */
+static void setup_types(struct fixture *f, enum profile_types types)
 {
-	struct profile_opts o = { .period_ns = 10000000, .time_ns = 1764441290000000000ULL,
-				  .duration_ns = 10000000000ULL };
+	struct profile_opts o = { .types = types, .period_ns = 10000000,
+				  .time_ns = 1764441290000000000ULL, .duration_ns = 10000000000ULL };
 	struct profile_mapping m = { .memory_limit = UINT64_MAX, .has_functions = true };
 	int64_t mapping;
 	char name[32];
@@ -52,6 +53,11 @@ static void setup(struct fixture *f)
 	f->k_comm = profile__string(f->p, "comm");
 }
 
+static void setup(struct fixture *f)
+{
+	setup_types(f, PROFILE_CPU);
+}
+
 /* A sample of group g in process pid: leaf function leaf called from fn_63. */
 static void add(struct fixture *f, uint32_t g, int64_t pid, int leaf, const char *comm,
 		uint64_t count)
@@ -64,6 +70,20 @@ static void add(struct fixture *f, uint32_t g, int64_t pid, int leaf, const char
 	};
 
 	assert_int_equal(profile__add_group_sample(f->p, g, locs, 2, l, 3, count), 0);
+}
+
+/* As add(): count CPU samples and ns off CPU. */
+static void add_values(struct fixture *f, uint32_t g, int64_t pid, int leaf, const char *comm,
+		       uint64_t count, uint64_t ns)
+{
+	uint64_t locs[2] = { f->fn_loc[leaf], f->fn_loc[63] };
+	struct profile_label l[3] = {
+		{ .key = f->k_pid, .num = pid },
+		{ .key = f->k_tid, .num = pid + 1 },
+		{ .key = f->k_comm, .str = profile__string(f->p, comm) },
+	};
+
+	assert_int_equal(profile__add_group_values(f->p, g, locs, 2, l, 3, count, ns), 0);
 }
 
 static pb_profile *decode(const struct split_part *part, size_t *raw_len)
@@ -277,5 +297,144 @@ static void test_byte_limit(void **state)
 	profile__free(f.p);
 }
 
+/* The decoded sample types of pb, "type/unit" joined by ",", into buf. */
+static const char *types_of(const pb_profile *pb, char *buf, size_t size)
+{
+	size_t i, o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < pb->n_sample_type && o < size; i++)
+		o += (size_t)snprintf(buf + o, size - o, "%s%s/%s", i ? "," : "",
+				      pb->string_table[pb->sample_type[i]->type],
+				      pb->string_table[pb->sample_type[i]->unit]);
+	return buf;
+}
+
+/* The sum of value[i] over pb's samples, each of which has n values. */
+static int64_t sum_values(const pb_profile *pb, size_t n, size_t i)
+{
+	int64_t total = 0;
+	size_t j;
+
+	for (j = 0; j < pb->n_sample; j++) {
+		assert_int_equal(pb->sample[j]->n_value, n);
+		total += pb->sample[j]->value[i];
+	}
+	return total;
+}
+
+/*
+ * A server's series holds one profile type: a target whose samples are all CPU gets
+ * samples and cpu, one whose samples are all off CPU gets offcpu alone (no period type), one
+ * with both all four; totals are kept.
+ */
+static void test_offcpu_sample_types(void **state)
+{
+	struct split_opts o = { .gzip_level = 1 };
+	struct split_result r = { 0 };
+	struct fixture f;
+	pb_profile *pb;
+	char types[256];
+	size_t raw_len;
+
+	(void)state;
+	setup_types(&f, PROFILE_CPU_OFFCPU);
+	add(&f, 0, 100, 1, "nginx", 30);
+	add(&f, 0, 101, 2, "nginx", 20);
+	add_values(&f, 1, 100, 1, "nginx", 0, 5000000);
+	add_values(&f, 1, 101, 3, "nginx", 0, 7000000);
+	add_values(&f, 2, 300, 4, "cart", 4, 0);
+	add_values(&f, 2, 300, 5, "cart", 0, 3000000);
+	assert_int_equal(profile_split(f.p, 3, &o, &r), 0);
+	assert_int_equal(r.nr, 3);
+
+	assert_int_equal(r.parts[0].group, 0);
+	assert_int_equal(r.parts[0].samples, 50);
+	pb = decode(&r.parts[0], &raw_len);
+	assert_string_equal(types_of(pb, types, sizeof(types)),
+			    "samples/count,cpu/nanoseconds");
+	assert_non_null(pb->period_type);
+	assert_string_equal(pb->string_table[pb->period_type->type], "cpu");
+	assert_int_equal(pb->default_sample_type, 0);
+	assert_int_equal(check_part(pb, NULL), 50);
+	assert_int_equal(sum_values(pb, 2, 1), 500000000);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+
+	assert_int_equal(r.parts[1].group, 1);
+	assert_int_equal(r.parts[1].samples, 0);
+	pb = decode(&r.parts[1], &raw_len);
+	assert_string_equal(types_of(pb, types, sizeof(types)), "offcpu/nanoseconds");
+	assert_null(pb->period_type);
+	assert_int_equal(pb->period, 1);
+	assert_int_equal(pb->n_sample, 2);
+	assert_int_equal(sum_values(pb, 1, 0), 12000000);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+
+	assert_int_equal(r.parts[2].group, 2);
+	assert_int_equal(r.parts[2].samples, 4);
+	pb = decode(&r.parts[2], &raw_len);
+	assert_string_equal(types_of(pb, types, sizeof(types)),
+			    "samples/count,cpu/nanoseconds,offcpu/nanoseconds,wall/nanoseconds");
+	assert_string_equal(pb->string_table[pb->default_sample_type], "cpu");
+	assert_int_equal(sum_values(pb, 4, 0), 4);
+	assert_int_equal(sum_values(pb, 4, 1), 40000000);
+	assert_int_equal(sum_values(pb, 4, 2), 3000000);
+	assert_int_equal(sum_values(pb, 4, 3), 43000000);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	split_result_fini(&r);
+	profile__free(f.p);
+}
+
+/* An off-CPU target over the limits: its shortest waits fold into [other stacks], their time
+ * kept and said in a comment. */
+static void test_offcpu_fold(void **state)
+{
+	struct split_opts o = { .gzip_level = 1, .max_samples = 4 };
+	struct split_result r = { 0 };
+	struct fixture f;
+	pb_profile *pb;
+	char types[64];
+	size_t raw_len, i;
+	bool other = false, comment = false;
+
+	(void)state;
+	setup_types(&f, PROFILE_CPU_OFFCPU);
+	add_values(&f, 0, 300, 20, "c", 0, 50000000);
+	add_values(&f, 0, 300, 21, "c", 0, 40000000);
+	add_values(&f, 0, 300, 22, "c", 0, 30000000);
+	add_values(&f, 0, 300, 23, "c", 0, 2000);
+	add_values(&f, 0, 300, 24, "c", 0, 1000);
+	add_values(&f, 0, 300, 25, "c", 0, 500);
+	assert_int_equal(profile_split(f.p, 1, &o, &r), 0);
+	assert_int_equal(r.nr, 1);
+	assert_int_equal(r.split_groups, 1);
+	assert_int_equal(r.parts[0].folded, 0); /* no CPU samples to fold */
+	pb = decode(&r.parts[0], &raw_len);
+	assert_string_equal(types_of(pb, types, sizeof(types)), "offcpu/nanoseconds");
+	assert_int_equal(pb->n_sample, 4);
+	assert_int_equal(sum_values(pb, 1, 0), 120003500);
+	for (i = 0; i < pb->n_sample; i++) {
+		const char *leaf = leaf_name(pb, pb->sample[i]);
+
+		if (!strcmp(leaf, "[other stacks]")) {
+			other = true;
+			assert_int_equal(pb->sample[i]->value[0], 3500);
+		} else {
+			/* The longest waits are kept. */
+			assert_true(!strcmp(leaf, "fn_20") || !strcmp(leaf, "fn_21") ||
+				    !strcmp(leaf, "fn_22"));
+		}
+	}
+	assert_true(other);
+	for (i = 0; i < pb->n_comment; i++)
+		if (strstr(pb->string_table[pb->comment[i]], "3500 ns off CPU"))
+			comment = true;
+	assert_true(comment);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	split_result_fini(&r);
+	profile__free(f.p);
+}
+
 UNIT_MAIN("split", cmocka_unit_test(test_one_profile_per_target),
-	  cmocka_unit_test(test_split_by_process_then_fold), cmocka_unit_test(test_byte_limit))
+	  cmocka_unit_test(test_split_by_process_then_fold), cmocka_unit_test(test_byte_limit),
+	  cmocka_unit_test(test_offcpu_sample_types), cmocka_unit_test(test_offcpu_fold))

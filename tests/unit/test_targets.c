@@ -204,6 +204,52 @@ static void test_sanitize(void **state)
 	assert_string_equal(out, "unknown");
 }
 
+/* A process's off-CPU series is a target of its own: __name__ offcpu, the other labels as
+ * its CPU series'. */
+static void test_offcpu_series(void **state)
+{
+	char *labels[] = { "env=prod" };
+	struct targets_opts o = { .hostname = "node-7", .labels = labels, .nr_labels = 1 };
+	struct targets *t = targets__new(&o);
+	struct pod_meta pod = { .namespace_ = "shop", .pod = "cart-1", .container = "cart" };
+	struct target_process cpu = { .exe = "/app/cart", .comm = "cart", .pod = &pod };
+	struct target_process off = cpu;
+	const struct target *tc, *to;
+	uint32_t i;
+
+	(void)state;
+	assert_non_null(t);
+	off.offcpu = true;
+	assert_int_equal(targets__resolve(t, 3, &cpu), 0);
+	assert_int_equal(targets__resolve(t, 3, &off), 1);
+	assert_int_equal(targets__resolve(t, 3, &cpu), 0);
+	assert_int_equal(targets__resolve(t, 3, &off), 1); /* interned too */
+	assert_int_equal(targets__count(t, 3), 2);
+	tc = targets__get(t, 3, 0);
+	to = targets__get(t, 3, 1);
+	assert_string_equal(tc->labels[0].name, "__name__");
+	assert_string_equal(tc->labels[0].value, "process_cpu");
+	assert_string_equal(to->labels[0].name, "__name__");
+	assert_string_equal(to->labels[0].value, "offcpu");
+	assert_string_not_equal(tc->key, to->key);
+	assert_string_equal(to->service_name, "shop/cart");
+	assert_int_equal(to->nr_labels, tc->nr_labels);
+	for (i = 1; i < tc->nr_labels; i++) {
+		assert_string_equal(to->labels[i].name, tc->labels[i].name);
+		assert_string_equal(to->labels[i].value, tc->labels[i].value);
+	}
+
+	/* Kernel threads too. */
+	cpu = (struct target_process){ .comm = "kworker/0:1", .kthread = true };
+	off = cpu;
+	off.offcpu = true;
+	assert_int_equal(targets__resolve(t, 3, &cpu), 2);
+	assert_int_equal(targets__resolve(t, 3, &off), 3);
+	assert_string_equal(targets__get(t, 3, 3)->labels[0].value, "offcpu");
+	assert_string_equal(targets__get(t, 3, 3)->service_name, "kernel");
+	targets__free(t);
+}
+
 UNIT_MAIN("targets", cmocka_unit_test(test_service_name_order),
 	  cmocka_unit_test(test_resolve_labels_and_interning), cmocka_unit_test(test_checks),
-	  cmocka_unit_test(test_sanitize))
+	  cmocka_unit_test(test_sanitize), cmocka_unit_test(test_offcpu_series))

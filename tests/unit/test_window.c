@@ -9,6 +9,7 @@
 #include "fake_proc.h"
 
 #include "../../agent/profile/profile.h"
+#include "../../agent/profile/targets.h"
 #include "../../agent/profile/window.h"
 #include "../../agent/python/pycode.h"
 
@@ -40,6 +41,22 @@ static void add_sample(struct drained_window *w, uint32_t tid, uint64_t ustack,
 	assert_int_equal(drained_window__add_sample(w, &k), 0);
 }
 
+/* An off-CPU sample: ns in thread state `state`, flags SAMPLE_OFFCPU_* (or 0) in flags. */
+static void add_offcpu(struct drained_window *w, uint32_t tid, uint64_t ustack, uint64_t kstack,
+		       uint32_t flags, enum thread_state state, uint64_t ns)
+{
+	struct drained_sample k = { .tgid = PID, .pid = tid, .start_time = START_NS,
+				    .exec_id = 1, .offcpu_ns = ns,
+				    .flags = flags | (uint32_t)state << SAMPLE_STATE_SHIFT };
+
+	if (ustack)
+		k.user_stack = (struct stack_id){ .lo = ustack, .hi = ~ustack };
+	if (kstack)
+		k.kernel_stack = (struct stack_id){ .lo = kstack, .hi = ~kstack };
+	snprintf(k.comm, sizeof(k.comm), "%s", (flags & SAMPLE_KTHREAD) ? "kworker/0:1" : "main");
+	assert_int_equal(drained_window__add_sample(w, &k), 0);
+}
+
 static const char *loc_name(const struct profile *p, uint64_t id)
 {
 	const struct profile_location *l = profile__location(p, id);
@@ -49,11 +66,14 @@ static const char *loc_name(const struct profile *p, uint64_t id)
 	return profile__str(p, profile__function_by_id(p, p->lines[l->first_line].function_id)->name);
 }
 
-/* One window's profile of the samples in w, built with the options wo (the caller frees it). */
-static struct profile *build(const struct window_builder_opts *wo, const struct drained_window *w,
-			     struct window_stats *ws)
+/* One window's profile of the samples in w, of these sample types, built with the options wo
+ * (the caller frees it). */
+static struct profile *build_types(const struct window_builder_opts *wo,
+				   const struct drained_window *w, enum profile_types types,
+				   struct window_stats *ws)
 {
-	struct profile_opts po = { .period_ns = 10000000, .time_ns = 1, .duration_ns = 1 };
+	struct profile_opts po = { .types = types, .period_ns = 10000000, .time_ns = 1,
+				   .duration_ns = 1 };
 	struct window_builder *wb = window_builder__new(wo);
 	struct profile *p = profile__new(&po);
 
@@ -63,6 +83,12 @@ static struct profile *build(const struct window_builder_opts *wo, const struct 
 	assert_int_equal(window_builder__add(wb, w, 0, p, ws), 0);
 	window_builder__free(wb);
 	return p;
+}
+
+static struct profile *build(const struct window_builder_opts *wo, const struct drained_window *w,
+			     struct window_stats *ws)
+{
+	return build_types(wo, w, PROFILE_CPU, ws);
 }
 
 static void test_window_builder(void **state)
@@ -474,8 +500,176 @@ static void test_window_python_frames(void **state)
 	drained_window__fini(&w);
 }
 
+/* The string value of label key of s, or NULL. */
+static const char *label_str(const struct profile *p, const struct profile_sample *s,
+			     const char *key)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nr_labels; i++)
+		if (!strcmp(profile__str(p, s->labels[i].key), key) && s->labels[i].str)
+			return profile__str(p, s->labels[i].str);
+	return NULL;
+}
+
+/*
+ * Off-CPU samples: their nanoseconds as offcpu/nanoseconds with count 0, the label
+ * thread_state after the others, the stacks of a CPU sample; one over the rate cap or
+ * flushed at exit has one placeholder frame instead. The window's figures.
+ */
+static void test_window_offcpu(void **state)
+{
+	struct fake *f = *state;
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
+	struct window_stats ws;
+	struct drained_window w;
+	struct profile *p;
+	const struct profile_sample *s;
+	const struct profile_location *l;
+	uint64_t good[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
+	static const char *const states[] = { "sleeping", "uninterruptible", "runnable" };
+	size_t i;
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	drained_window__init(&w);
+	add_stack(&w, 11, good, 2);
+	add_sample(&w, PID, 11, 0, 0, "main", 5);
+	add_offcpu(&w, PID, 11, 0, 0, THREAD_SLEEPING, 4000000);
+	add_offcpu(&w, PID, 11, 0, 0, THREAD_DISK, 2000000);
+	add_offcpu(&w, PID, 11, 0, 0, THREAD_RUNNABLE, 1000000);
+	add_offcpu(&w, PID, 0, 0, SAMPLE_OFFCPU_CAPPED, THREAD_SLEEPING, 3000000);
+	add_offcpu(&w, PID, 0, 0, SAMPLE_OFFCPU_EXITED, THREAD_RUNNABLE, 500000);
+	p = build_types(&wo, &w, PROFILE_CPU_OFFCPU, &ws);
+	assert_int_equal(ws.samples, 5);
+	assert_int_equal(p->total_count, 5);
+	assert_int_equal(ws.offcpu_ns, 10500000);
+	assert_int_equal(p->total_offcpu_ns, 10500000);
+	assert_int_equal(ws.offcpu_capped_ns, 3000000);
+	/* fx_exported_second starts no thread: the stack ends in [truncated]. */
+	assert_int_equal(ws.offcpu_truncated_ns, 7000000);
+	assert_int_equal(ws.truncated_stacks, 5); /* CPU samples only */
+	assert_int_equal(ws.offcpu_dropped_ns, 0);
+	assert_int_equal(p->nr_samples, 6);
+
+	/* The CPU sample: no thread_state, no off-CPU time. */
+	s = &p->samples[0];
+	assert_int_equal(s->values[0], 5);
+	assert_int_equal(s->values[2], 0);
+	assert_int_equal(s->nr_labels, 4);
+	assert_null(label_str(p, s, "thread_state"));
+
+	/* Off CPU on the same stack: the same locations, a sample per state. */
+	for (i = 0; i < 3; i++) {
+		s = &p->samples[1 + i];
+		assert_int_equal(s->values[0], 0);
+		assert_int_equal(s->values[1], 0);
+		assert_int_equal(s->values[2], (int64_t)(4000000 >> i));
+		assert_int_equal(s->nr_locations, p->samples[0].nr_locations);
+		assert_memory_equal(s->locations, p->samples[0].locations,
+				    s->nr_locations * sizeof(s->locations[0]));
+		assert_int_equal(s->nr_labels, 5);
+		assert_memory_equal(s->labels, p->samples[0].labels, 4 * sizeof(s->labels[0]));
+		assert_string_equal(profile__str(p, s->labels[4].key), "thread_state");
+		assert_string_equal(profile__str(p, s->labels[4].str), states[i]);
+	}
+	assert_string_equal(loc_name(p, p->samples[1].locations[0]), "fx_exported_first");
+
+	/* Over the rate cap, and short waits at exit: one placeholder frame each. */
+	s = &p->samples[4];
+	assert_int_equal(s->nr_locations, 1);
+	l = profile__location(p, s->locations[0]);
+	assert_int_equal(l->mapping_id, 0);
+	assert_int_equal(l->tag, TAG_OFFCPU_CAPPED);
+	assert_string_equal(loc_name(p, s->locations[0]), "[off-CPU samples over the rate cap]");
+	assert_int_equal(s->values[0], 0);
+	assert_int_equal(s->values[2], 3000000);
+	assert_string_equal(label_str(p, s, "thread_state"), "sleeping");
+	assert_int_equal(s->labels[0].num, PID);
+	s = &p->samples[5];
+	assert_int_equal(s->nr_locations, 1);
+	assert_int_equal(profile__location(p, s->locations[0])->tag, TAG_OFFCPU_EXITED);
+	assert_string_equal(loc_name(p, s->locations[0]), "[short off-CPU waits before exit]");
+	assert_int_equal(s->values[2], 500000);
+	assert_string_equal(label_str(p, s, "thread_state"), "runnable");
+	profile__free(p);
+	drained_window__fini(&w);
+}
+
+/* With targets and opts.offcpu, a process's (and a kernel thread's) off-CPU samples go to
+ * its offcpu series, its CPU samples to its process_cpu one; without opts.offcpu both stay
+ * in the CPU series. */
+static void test_window_offcpu_targets(void **state)
+{
+	struct fake *f = *state;
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	struct targets_opts to = { .hostname = "node-1" };
+	struct targets *t = targets__new(&to);
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym,
+					  .targets = t, .offcpu = true };
+	struct window_stats ws;
+	struct drained_window w;
+	struct profile *p;
+	const struct target *tg[4];
+	uint64_t good[2] = { LIB_BASE + f->first.addr + 1, LIB_BASE + f->second.addr + 4 };
+	uint64_t kernel[1] = { 0xffffffff81003010ULL };
+	size_t i;
+
+	assert_non_null(t);
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	drained_window__init(&w);
+	add_stack(&w, 11, good, 2);
+	add_stack(&w, 14, kernel, 1);
+	/* A kernel thread first, so that the process's targets are not the first ids. */
+	add_sample(&w, 77, 0, 14, SAMPLE_KTHREAD, "kworker/0:1", 2);
+	add_sample(&w, PID, 11, 0, 0, "main", 5);
+	add_offcpu(&w, PID, 11, 0, 0, THREAD_SLEEPING, 4000000);
+	add_offcpu(&w, PID, 0, 0, SAMPLE_OFFCPU_CAPPED, THREAD_DISK, 1000000);
+	add_offcpu(&w, 77, 0, 14, SAMPLE_KTHREAD, THREAD_SLEEPING, 3000000);
+	p = build_types(&wo, &w, PROFILE_CPU_OFFCPU, &ws);
+	assert_int_equal(p->nr_samples, 5);
+	for (i = 0; i < 4; i++) {
+		tg[i] = targets__get(t, 0, p->samples[i < 3 ? i : 4].group);
+		assert_non_null(tg[i]);
+	}
+	/* Kernel thread CPU, process CPU, process off-CPU, kernel thread off-CPU. */
+	assert_string_equal(tg[0]->labels[0].value, "process_cpu");
+	assert_string_equal(tg[0]->service_name, "kernel");
+	assert_string_equal(tg[1]->labels[0].value, "process_cpu");
+	assert_string_equal(tg[2]->labels[0].value, "offcpu");
+	assert_string_equal(tg[2]->service_name, tg[1]->service_name);
+	assert_string_not_equal(tg[1]->service_name, "kernel");
+	assert_string_equal(tg[3]->labels[0].value, "offcpu");
+	assert_string_equal(tg[3]->service_name, "kernel");
+	assert_true(p->samples[1].group != p->samples[0].group);
+	assert_true(p->samples[2].group != p->samples[1].group);
+	assert_true(p->samples[4].group != p->samples[0].group);
+	assert_true(p->samples[4].group != p->samples[2].group);
+	/* The capped sample goes to its process's off-CPU series too. */
+	assert_int_equal(p->samples[3].group, p->samples[2].group);
+	assert_int_equal(targets__count(t, 0), 4);
+	profile__free(p);
+
+	/* Without opts.offcpu: one series per process, off-CPU samples in it. */
+	wo.offcpu = false;
+	p = build_types(&wo, &w, PROFILE_CPU_OFFCPU, &ws);
+	assert_int_equal(p->nr_samples, 5);
+	assert_int_equal(p->samples[2].group, p->samples[1].group);
+	assert_int_equal(p->samples[3].group, p->samples[1].group);
+	assert_int_equal(p->samples[4].group, p->samples[0].group);
+	assert_true(p->samples[1].group != p->samples[0].group);
+	for (i = 0; i < p->nr_samples; i++)
+		assert_string_equal(targets__get(t, 0, p->samples[i].group)->labels[0].value,
+				    "process_cpu");
+	profile__free(p);
+	drained_window__fini(&w);
+	targets__free(t);
+}
+
 UNIT_MAIN("window", cmocka_unit_test_setup_teardown(test_window_builder, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_table_stacks, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_without_image, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_fp_steps_checked, setup, teardown),
-	  cmocka_unit_test_setup_teardown(test_window_python_frames, setup, teardown))
+	  cmocka_unit_test_setup_teardown(test_window_python_frames, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_window_offcpu, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_window_offcpu_targets, setup, teardown))

@@ -524,7 +524,7 @@ static const struct option_desc agent_options[] = {
 	{ "off-cpu-max-rate", 0, "N",
 	  "off-CPU samples per second on each CPU at most; time over it is kept without stacks "
 	  "(0: no cap)",
-	  "250", 0, NULL, opt_off_cpu_max_rate },
+	  "1000", 0, NULL, opt_off_cpu_max_rate },
 	{ "off-cpu-kernel-threads", 0, NULL, "record the off-CPU time of kernel threads too", NULL,
 	  OPT_FLAG, NULL, opt_off_cpu_kthreads },
 	{ "top", 0, "N", "after each window print the N hottest functions", "0", 0, NULL, opt_top },
@@ -594,7 +594,7 @@ static void agent_init(struct agent_config *cfg)
 	cfg->kernel_stacks = true;
 	cfg->python = true;
 	cfg->offcpu_period_ms = 10;
-	cfg->offcpu_max_rate = 250;
+	cfg->offcpu_max_rate = 1000;
 	cfg->log_level = LOG_LEVEL_INFO;
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
 	cfg->unwind = SAMPLER_UNWIND_AUTO;

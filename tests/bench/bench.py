@@ -1878,7 +1878,8 @@ def main():
             last["figures"].update(res.data["figures"])
             res.data["figures"] = last["figures"]
             for key in ("accounting", "unwind", "python"):
-                res.data.setdefault(key, last.get(key))
+                if last.get(key) is not None:
+                    res.data.setdefault(key, last[key])
     res.data["targets"] = verdicts(res)
     with open(path, "w") as f:
         json.dump(res.data, f, indent=1)

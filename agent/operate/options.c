@@ -515,8 +515,7 @@ static const struct option_desc agent_options[] = {
 	{ "off-cpu-period", 0, "MS",
 	  "off-CPU time one sample carries: a thread's waits add up until they reach it (0: a "
 	  "sample per wait, for comparison: costly)",
-	  "10", 0,
-	  NULL, opt_off_cpu_period },
+	  "10", 0, NULL, opt_off_cpu_period },
 	{ "off-cpu-min-block", 0, "US",
 	  "leave out waits shorter than this (0: count every wait; anything else makes totals "
 	  "short)",

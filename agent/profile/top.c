@@ -71,7 +71,8 @@ static int cmp_total(const void *a, const void *b)
 	return strcmp(x->entry.name, y->entry.name);
 }
 
-int top_rank(const struct profile *p, int by_total, struct top_entry *out, unsigned int max)
+int top_rank(const struct profile *p, enum top_value value, int by_total, struct top_entry *out,
+	     unsigned int max)
 {
 	struct func_stat *stats = NULL, **order = NULL;
 	size_t nr = 0, cap = 0, i, j, k;
@@ -89,7 +90,7 @@ int top_rank(const struct profile *p, int by_total, struct top_entry *out, unsig
 	}
 	for (i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
-		uint64_t count = (uint64_t)s->values[0];
+		uint64_t count = (uint64_t)s->values[value == TOP_OFFCPU ? 2 : 0];
 
 		for (j = 0; j < s->nr_locations; j++) {
 			const struct profile_location *l = profile__location(p, s->locations[j]);
@@ -152,21 +153,23 @@ cleanup:
 	return err;
 }
 
-static int print_table(FILE *out, const struct profile *p, unsigned int n, int by_total)
+static int print_table(FILE *out, const struct profile *p, enum top_value value, unsigned int n,
+		       int by_total)
 {
 	struct top_entry *e = calloc(n ? n : 1, sizeof(*e));
-	double total = p->total_count ? (double)p->total_count : 1.0;
+	uint64_t sum = value == TOP_OFFCPU ? p->total_offcpu_ns : p->total_count;
+	double total = sum ? (double)sum : 1.0;
 	int nr, i;
 
 	if (!e)
 		return -ENOMEM;
-	nr = top_rank(p, by_total, e, n);
+	nr = top_rank(p, value, by_total, e, n);
 	if (nr < 0) {
 		free(e);
 		return nr;
 	}
-	fprintf(out, "  %s:\n  %7s %7s  %s\n", by_total ? "by total (self + callees)" : "by self",
-		"self", "total", "function");
+	fprintf(out, "  %s%s:\n  %7s %7s  %s\n", value == TOP_OFFCPU ? "off CPU, " : "",
+		by_total ? "by total (self + callees)" : "by self", "self", "total", "function");
 	for (i = 0; i < nr && (by_total ? e[i].total : e[i].self); i++)
 		fprintf(out, "  %6.2f%% %6.2f%%  %s%s%s%s\n", 100.0 * (double)e[i].self / total,
 			100.0 * (double)e[i].total / total, e[i].name, e[i].binary[0] ? "  (" : "",
@@ -181,12 +184,16 @@ int top_print(FILE *out, const struct profile *p, unsigned int n)
 
 	if (!n)
 		return 0;
-	if (!p->total_count) {
+	if (!p->total_count && !p->total_offcpu_ns) {
 		fprintf(out, "  (no samples)\n");
 		return 0;
 	}
-	err = print_table(out, p, n, 0);
-	if (!err)
-		err = print_table(out, p, n, 1);
+	err = p->total_count ? print_table(out, p, TOP_CPU, n, 0) : 0;
+	if (!err && p->total_count)
+		err = print_table(out, p, TOP_CPU, n, 1);
+	if (!err && p->total_offcpu_ns) {
+		fprintf(out, "  %.3f s off CPU:\n", (double)p->total_offcpu_ns / 1e9);
+		err = print_table(out, p, TOP_OFFCPU, n, 0);
+	}
 	return err;
 }

@@ -314,3 +314,42 @@ def test_python_sleep_named():
               f"{label}: slow_io's callers out of order: {chains[:2]}")
         check(any("main" in f and "<module>" in f for f in chains),
               f"{label}: no whole Python chain: {chains[:2]}")
+
+
+def test_rate_cap_keeps_totals():
+    """A cap of 5 samples per second per CPU: the time over it is in the placeholder
+    [off-CPU samples over the rate cap], with each thread's labels and state, so that every
+    thread's total still adds up; the counter says how much."""
+    agent = offcpu_agent("--off-cpu-max-rate", "5")
+    pid, threads = run_workload("sleep", 4, 4)
+    profiles, _ = finish(agent)
+    judge_threads(profiles, pid, threads, 5)
+    capped = sum(s["offcpu"] for p, s in offcpu_samples(profiles, pid=pid)
+                 if p.frames(s) == ["[off-CPU samples over the rate cap]"])
+    walked = on(profiles, "wait_part", pid=pid)
+    total = offcpu_ns(profiles, pid=pid)
+    check(capped > 0.5 * total, f"capped {capped / 1e6:.0f} ms of {total / 1e6:.0f} ms")
+    check(walked > 0, "no sample walked at all under the cap")
+    c = window_counters(agent)
+    check(c.get("offcpu_capped_ns", 0) >= capped, f"counters {c}, capped {capped}")
+
+
+def test_min_block_and_kernel_threads():
+    """--off-cpu-min-block 30000 (30 ms) leaves out the 20 ms sleeps, counted; with
+    --off-cpu-kernel-threads kernel threads' waits are there, kernel stacks only."""
+    agent = offcpu_agent("--off-cpu-min-block", "30000", "--off-cpu-kernel-threads")
+    pid, threads = run_workload("sleep", 2, 3)
+    profiles, _ = finish(agent)
+    got = on(profiles, "wait_part", pid=pid)
+    slept = sum(t["wait_ns"] for t in threads)
+    check(got < 0.05 * slept, f"wait_part has {got / 1e6:.0f} ms of {slept / 1e6:.0f} ms slept")
+    c = window_counters(agent)
+    check(c.get("offcpu_short_ns", 0) >= 0.9 * slept, f"below_min_block {c}")
+    kthreads = ("kworker/", "rcu_", "ksoftirqd/", "migration/", "kcompactd", "khugepaged")
+    kernel = [(p, s) for p, s in offcpu_samples(profiles)
+              if s["labels"].get("thread_name", "").startswith(kthreads)]
+    check(kernel, "no kernel thread's off-CPU time")
+    for p, s in kernel:
+        files = {p.mappings.get(p.locations[l]["mapping"], {}).get("file")
+                 for l in s["locations"]}
+        check(files <= {"[kernel.kallsyms]", None}, f"a kernel thread with {files}")

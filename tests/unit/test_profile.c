@@ -284,7 +284,7 @@ static void test_top(void **state)
 	(void)state;
 	build_example(p, locs);
 	/* Leaves: do_syscall_64 x7, hot x1 (the pid 43 sample), [app] x1 (unnamed leaf). */
-	n = top_rank(p, 0, e, 8);
+	n = top_rank(p, TOP_CPU, 0, e, 8);
 	assert_true(n >= 3);
 	assert_string_equal(e[0].name, "do_syscall_64");
 	assert_int_equal(e[0].self, 7);
@@ -295,7 +295,7 @@ static void test_top(void **state)
 	assert_int_equal(e[1].self, 1);
 	assert_string_equal(e[2].name, "hot");
 	assert_int_equal(e[2].self, 1);
-	n = top_rank(p, 1, e, 8);
+	n = top_rank(p, TOP_CPU, 1, e, 8);
 	/* hot and main are on every stack (ties sort by name), do_syscall_64 on 7 of 9. */
 	assert_int_equal(n, 4);
 	assert_string_equal(e[0].name, "hot");
@@ -305,6 +305,18 @@ static void test_top(void **state)
 	assert_int_equal(e[1].self, 0);
 	assert_string_equal(e[2].name, "do_syscall_64");
 	assert_int_equal(e[2].total, 7);
+	/* Off CPU: nothing yet, then 5 ms with main as the leaf (locs[0]). */
+	n = top_rank(p, TOP_OFFCPU, 0, e, 8);
+	assert_true(n <= 0 || e[0].self == 0);
+	assert_int_equal(profile__add_group_values(p, 0, &locs[0], 1, NULL, 0, 0, 5000000), 0);
+	n = top_rank(p, TOP_OFFCPU, 0, e, 8);
+	assert_true(n >= 1);
+	assert_string_equal(e[0].name, "main");
+	assert_int_equal(e[0].self, 5000000);
+	/* ... and the CPU ranking is as before. */
+	n = top_rank(p, TOP_CPU, 0, e, 8);
+	assert_string_equal(e[0].name, "do_syscall_64");
+	assert_int_equal(e[0].self, 7);
 	profile__free(p);
 }
 

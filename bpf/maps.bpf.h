@@ -2,8 +2,8 @@
 /*
  * What every BPF program of ignis shares: the maps, the read-only configuration, the
  * generation, the per-CPU working state, and the helpers that count, store a stack and
- * record a sample. Included by each program file (bpf/sampler.bpf.c, bpf/unwind.bpf.c, and
- * the Python walker and off-CPU programs to come).
+ * record a sample. Included by each program file (bpf/sampler.bpf.c, bpf/unwind.bpf.c,
+ * bpf/offcpu.bpf.c).
  *
  * One BPF object: each *.bpf.c is compiled on its own and bpftool's static linker joins them
  * (`bpftool gen object`, see the Makefile), so one skeleton serves the agent. Every map, `cfg`

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The contract between the BPF programs and the agent. The programs are bpf/sampler.bpf.c
- * (ignis_sample, ignis_exec, ignis_exit) and bpf/unwind.bpf.c (ignis_unwind), linked into one
+ * (ignis_sample, ignis_exec, ignis_exit), bpf/unwind.bpf.c (ignis_unwind and its off-CPU
+ * copy ignis_offcpu_unwind) and bpf/offcpu.bpf.c (ignis_switch, ignis_offcpu,
+ * ignis_offcpu_exit), linked into one
  * object with the maps, `cfg` and `gen` of bpf/maps.bpf.c (declared for the programs in
  * bpf/maps.bpf.h); the agent sees them through one skeleton, build/profiler.skel.h.
  *
@@ -19,6 +21,9 @@
  *   pid_filter      HASH          tgid -> __u8                (only with cfg.filter_pids)
  *   events          RINGBUF       struct ignis_proc_event
  *   unwind_*, progs   the table unwinder's maps, described at struct ignis_unwind_row
+ *   py_*              the Python walker's, described at struct ignis_py_proc
+ *   offcpu_*          off-CPU time's (offcpu_gen in generations too), described at
+ *                     struct ignis_offcpu_task
  *
  * Two generations of the stack and count maps let the agent drain one while the sampler
  * writes the other: the agent flips `gen` (a global in .bss), waits for an RCU grace period

@@ -270,50 +270,45 @@ static __always_inline int store_stack(__u32 g, void *stacks, struct ignis_stack
 	return -1;
 }
 
+/*
+ * Add v to the value under key in a generation's counts or offcpu map, inserting it if new.
+ * Returns 0, or -1 after counting `full` (the map is full).
+ */
+static __always_inline int add_to(__u32 g, void *map, struct ignis_sample_key *key, __u64 v,
+				  enum ignis_stat full)
+{
+	__u64 *value;
+	long err;
+
+	value = bpf_map_lookup_elem(map, key);
+	if (value) {
+		__sync_fetch_and_add(value, v);
+		return 0;
+	}
+	err = bpf_map_update_elem(map, key, &v, BPF_NOEXIST);
+	if (!err)
+		return 0;
+	if (err == -EEXIST) { /* another CPU inserted it meanwhile */
+		value = bpf_map_lookup_elem(map, key);
+		if (value) {
+			__sync_fetch_and_add(value, v);
+			return 0;
+		}
+	}
+	stat_inc(g, full);
+	return -1;
+}
+
 /* Count the sample under its key in the generation's counts map. */
 static __always_inline void record(__u32 g, void *counts, struct ignis_sample_key *key)
 {
-	__u64 *count, one = 1;
-	long err;
-
-	count = bpf_map_lookup_elem(counts, key);
-	if (count) {
-		__sync_fetch_and_add(count, 1);
-		return;
-	}
-	err = bpf_map_update_elem(counts, key, &one, BPF_NOEXIST);
-	if (err == -EEXIST) {
-		count = bpf_map_lookup_elem(counts, key);
-		if (count)
-			__sync_fetch_and_add(count, 1);
-	} else if (err) {
-		stat_inc(g, STAT_DROP_COUNTS_FULL);
-	}
+	add_to(g, counts, key, 1, STAT_DROP_COUNTS_FULL);
 }
 
 /* Add ns to the key's off-CPU time in a generation's offcpu map. Returns 0 or -1 (counted). */
 static __always_inline int record_ns(__u32 g, void *offcpu, struct ignis_sample_key *key, __u64 ns)
 {
-	__u64 *v;
-	long err;
-
-	v = bpf_map_lookup_elem(offcpu, key);
-	if (v) {
-		__sync_fetch_and_add(v, ns);
-		return 0;
-	}
-	err = bpf_map_update_elem(offcpu, key, &ns, BPF_NOEXIST);
-	if (err == -EEXIST) {
-		v = bpf_map_lookup_elem(offcpu, key);
-		if (v) {
-			__sync_fetch_and_add(v, ns);
-			return 0;
-		}
-	}
-	if (!err)
-		return 0;
-	stat_inc(g, STAT_OFFCPU_DROPS);
-	return -1;
+	return add_to(g, offcpu, key, ns, STAT_OFFCPU_DROPS);
 }
 
 /* The unwinder's world (bpf/unwind.bpf.h): its maps and the user's memory. */

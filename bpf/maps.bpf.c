@@ -14,7 +14,6 @@
 const volatile struct ignis_config cfg = {};
 
 __u32 gen = 0;
-__u64 gen_start_ns[IGNIS_NR_GENS] = {};
 
 /* The two generations: the agent flips `gen` between them and drains the idle one. */
 struct stacks_map stacks_0 SEC(".maps"), stacks_1 SEC(".maps");

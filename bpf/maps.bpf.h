@@ -219,10 +219,6 @@ extern struct progs_map offcpu_progs SEC(".maps");
 
 extern struct cpu_states_map cpu_states SEC(".maps");
 
-/* When each generation's window began (bpf_ktime_get_ns()), set by the agent before it flips
- * to it: off-CPU time before it is not that window's. */
-extern __u64 gen_start_ns[IGNIS_NR_GENS];
-
 /* ---- Helpers --------------------------------------------------------------------------------- */
 
 static __always_inline void stat_inc(__u32 g, enum ignis_stat stat)

@@ -107,7 +107,7 @@ static __always_inline void add_offcpu(__u32 g, struct ignis_sample_key *key, __
 	void *offcpu = bpf_map_lookup_elem(&offcpu_gen, &g);
 
 	if (!offcpu) {
-		stat_inc(g, STAT_DROP_NO_GEN);
+		stat_inc(g, STAT_OFFCPU_DROPS);
 		return;
 	}
 	if (record_ns(g, offcpu, key, ns))
@@ -118,18 +118,21 @@ static __always_inline void add_offcpu(__u32 g, struct ignis_sample_key *key, __
 }
 
 /*
- * Whether the owed sample belongs to generation g. One owed in an earlier window (its waits
- * ended there, and the thread made no system call since) is not this window's: like the
- * part of a wait before the window's start, it is counted, not recorded, so that no window
- * holds more of a thread's time than it lasted.
+ * The owed sample's kernel stack, if it is in generation g's stacks map. A sample owed in an
+ * earlier window (the thread made no system call since) is recorded in this one, whose
+ * stacks map does not have that stack: it goes without (counted).
  */
-static __always_inline int owed_here(__u32 g, struct ignis_offcpu_task *st)
+static __always_inline void owed_kernel_stack(__u32 g, struct ignis_offcpu_task *st,
+					      struct ignis_sample_key *key)
 {
-	if (st->owed_gen == g)
-		return 1;
-	stat_add(g, STAT_OFFCPU_EARLY_NS, st->owed_ns);
-	st->owed_ns = 0;
-	return 0;
+	if (st->owed_gen == g) {
+		key->kernel_stack = st->owed_kstack;
+		return;
+	}
+	if (cfg.kernel_stacks) {
+		key->flags |= SAMPLE_F_KSTACK_ERR;
+		stat_inc(g, STAT_KSTACK_ERR);
+	}
 }
 
 /*
@@ -146,11 +149,9 @@ static __always_inline void record_leaf(__u32 g, struct task_struct *t,
 	void *stacks = bpf_map_lookup_elem(&stacks_gen, &g);
 	__u64 ns = st->owed_ns;
 
-	if (!owed_here(g, st))
-		return;
 	st->owed_ns = 0;
 	task_key(t, &key, st->owed_state);
-	key.kernel_stack = st->owed_kstack;
+	owed_kernel_stack(g, st, &key);
 	if (cs && stacks && !(key.flags & SAMPLE_F_KTHREAD) && cfg.user_stacks && st->owed_ip &&
 	    st->owed_exec_id == key.exec_id) {
 		cs->stack.len = 1;
@@ -240,7 +241,7 @@ static __always_inline void owe(__u32 g, struct task_struct *next, struct ignis_
 static __always_inline void switched_in(__u32 g, __u64 now, struct task_struct *next,
 					struct ignis_offcpu_task *st)
 {
-	__u64 start = st->off_ns, window = gen_start_ns[g & 1], ns, acc;
+	__u64 start = st->off_ns, ns, acc;
 	__u32 state = st->state;
 
 	st->off_ns = 0;
@@ -252,14 +253,9 @@ static __always_inline void switched_in(__u32 g, __u64 now, struct task_struct *
 		stat_add(g, STAT_OFFCPU_SHORT_NS, ns);
 		return;
 	}
-	/* A window gets the part of a wait that fell in it: one that began before is cut at
-	 * the window's start (the part before counted). */
-	if (start < window) {
-		if (now <= window)
-			return;
-		stat_add(g, STAT_OFFCPU_EARLY_NS, window - start);
-		ns = now - window;
-	}
+	/* A wait is the window's in which it ends, whole: one that began in an earlier window
+	 * is not cut (that window was shipped before its end was known), so that a thread's
+	 * CPU and off-CPU time add up to its wall time over any run of windows. */
 	if (state < IGNIS_STATE_SLEEPING || state > IGNIS_STATE_RUNNABLE)
 		state = IGNIS_STATE_SLEEPING;
 	acc = st->acc_ns[state & 3] + ns;
@@ -331,15 +327,13 @@ int BPF_PROG(ignis_offcpu)
 	stacks = bpf_map_lookup_elem(&stacks_gen, &g);
 	offcpu = bpf_map_lookup_elem(&offcpu_gen, &g);
 	if (!cs || !stacks || !offcpu) {
-		stat_inc(g, STAT_DROP_NO_GEN);
+		stat_inc(g, STAT_OFFCPU_DROPS);
 		return 0;
 	}
 	if (task_user_regs(&cs->uw) || cs->uw.pc != st->owed_ip || cs->uw.sp != st->owed_sp) {
 		record_leaf(g, task, st);
 		return 0;
 	}
-	if (!owed_here(g, st))
-		return 0;
 	ns = st->owed_ns;
 	state = st->owed_state;
 	st->owed_ns = 0;
@@ -351,7 +345,7 @@ int BPF_PROG(ignis_offcpu)
 	key.exec_id = ti.exec_id;
 	key.flags = state << SAMPLE_F_STATE_SHIFT;
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
-	key.kernel_stack = st->owed_kstack;
+	owed_kernel_stack(g, st, &key);
 	announce_process(g, cs, key.tgid, &ti);
 	if (cfg.user_stacks) {
 		if (cfg.unwind_tables &&

@@ -51,7 +51,8 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 		counts = bpf_map_lookup_elem(&counts_gen, &g);
 
 	if (!stacks || !counts) {
-		stat_inc(g, STAT_DROP_NO_GEN);
+		/* Off-CPU time is not in the CPU samples' accounting. */
+		stat_inc(g, uw->offcpu_ns ? STAT_OFFCPU_DROPS : STAT_DROP_NO_GEN);
 		return;
 	}
 	cs->stack.flags = flags | STACK_F_TABLES;

@@ -559,7 +559,6 @@ int sampler__attach(struct sampler *s)
 		return err;
 	}
 	if (s->opts.offcpu) {
-		s->skel->bss->gen_start_ns[s->skel->bss->gen & 1] = now_mono_ns();
 		s->switch_link = bpf_program__attach(s->skel->progs.ignis_switch);
 		if (!s->switch_link) {
 			err = -errno;
@@ -582,8 +581,6 @@ int sampler__attach(struct sampler *s)
 	}
 	sampler__events_fired(s); /* start counting from here */
 	s->attached_ns = now_mono_ns();
-	if (s->opts.offcpu)
-		s->skel->bss->gen_start_ns[s->skel->bss->gen & 1] = s->attached_ns;
 	return 0;
 }
 
@@ -645,10 +642,7 @@ int sampler__flip(struct sampler *s, unsigned int *idle, uint64_t *at_ns)
 	uint32_t zero = 0;
 	int inner = bpf_map__fd(s->skel->maps.sync_inner);
 
-	/* Off-CPU time before this is the window's that ends now (bpf_ktime_get_ns() is
-	 * CLOCK_MONOTONIC). */
 	*at_ns = now_mono_ns();
-	__atomic_store_n(&s->skel->bss->gen_start_ns[old ^ 1], *at_ns, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
 	/* The kernel runs synchronize_rcu() after a map-in-map update (maybe_wait_bpf_programs
 	 * in kernel/bpf/syscall.c): programs that read the old generation are done after it. */

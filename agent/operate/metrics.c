@@ -132,10 +132,13 @@ static void family(FILE *f, const struct counters *c, size_t first, bool *done)
 		if (strcmp(stat_defs[i].metric, d->metric))
 			continue;
 		done[i] = true;
-		if (stat_defs[i].label[0])
-			fprintf(f, "%s{%s} %llu\n", d->metric, stat_defs[i].label, U64(c->v[i]));
+		fprintf(f, "%s%s%s%s ", d->metric, stat_defs[i].label[0] ? "{" : "",
+			stat_defs[i].label, stat_defs[i].label[0] ? "}" : "");
+		/* The table keeps time in nanoseconds; Prometheus's base unit is the second. */
+		if (strstr(d->metric, "_seconds"))
+			fprintf(f, "%.9f\n", (double)c->v[i] / 1e9);
 		else
-			fprintf(f, "%s %llu\n", d->metric, U64(c->v[i]));
+			fprintf(f, "%llu\n", U64(c->v[i]));
 	}
 }
 

@@ -9,6 +9,8 @@
  *
  *   X(id, kind, source, metric, label, key, help)
  *
+ * A row whose family has "_seconds" in its name counts nanoseconds: /metrics shows seconds.
+ *
  * kind    SUM     a figure per window, added into a total (a Prometheus counter)
  *         WINDOW  a figure per window, exported as the last window's value (a gauge)
  *         TOTAL   a running total a module keeps, copied (a counter)
@@ -79,13 +81,13 @@
 	  "Distinct frame-pointer walks cut where the unwind table shows the function "	\
 	  "keeps no frame pointer.")							\
 	X(OFFCPU_PROFILED_NS, SUM, WIN(offcpu_ns),					\
-	  "ignis_offcpu_profiled_nanoseconds_total", "", "offcpu_ns",			\
+	  "ignis_offcpu_profiled_seconds_total", "", "offcpu_ns",			\
 	  "Off-CPU time in the profiles, placeholders included.")			\
 	X(OFFCPU_TRUNCATED_NS, SUM, WIN(offcpu_truncated_ns),				\
-	  "ignis_offcpu_truncated_nanoseconds_total", "", "offcpu_truncated_ns",	\
+	  "ignis_offcpu_truncated_seconds_total", "", "offcpu_truncated_ns",	\
 	  "Off-CPU time on stacks that end in [truncated].")				\
 	X(OFFCPU_CAP_DROPPED_NS, SUM, WIN(offcpu_dropped_ns),				\
-	  "ignis_offcpu_dropped_nanoseconds_total", "reason=\"profile_size_cap\"",	\
+	  "ignis_offcpu_dropped_seconds_total", "reason=\"profile_size_cap\"",	\
 	  "offcpu_cap_dropped_ns", "Off-CPU time lost, by reason.")			\
 	X(PROCESSES, WINDOW, WIN(processes), "ignis_window_processes", "", "processes",	\
 	  "Distinct processes in the last window's profile.")				\

@@ -60,12 +60,14 @@ static void test_every_row_in_metrics(void **state)
 		snprintf(line, sizeof(line), "# TYPE %s %s\n", d->metric,
 			 counter ? "counter" : "gauge");
 		assert_non_null(strstr(text, line));
-		/* The row itself, with its own value. */
-		if (d->label[0])
-			snprintf(line, sizeof(line), "\n%s{%s} %llu\n", d->metric, d->label,
-				 (unsigned long long)snap.c.v[i]);
+		/* The row itself, with its own value: seconds for a family kept in ns. */
+		snprintf(line, sizeof(line), "\n%s%s%s%s ", d->metric, d->label[0] ? "{" : "",
+			 d->label, d->label[0] ? "}" : "");
+		if (strstr(d->metric, "_seconds"))
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%.9f\n",
+				 (double)snap.c.v[i] / 1e9);
 		else
-			snprintf(line, sizeof(line), "\n%s %llu\n", d->metric,
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%llu\n",
 				 (unsigned long long)snap.c.v[i]);
 		if (!strstr(text, line))
 			fail_msg("row %zu (%s{%s}) missing from /metrics:\n%s", i, d->metric,

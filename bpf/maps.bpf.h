@@ -133,7 +133,7 @@ struct py_codes_map {
 	__type(value, __u64);
 };
 
-/* Per-thread off-CPU state, freed with the thread (Linux 5.11+ for tracing programs). */
+/* Per-thread off-CPU state, freed with the thread (Linux 5.13+ for tracing programs). */
 struct offcpu_tasks_map {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);

@@ -50,12 +50,20 @@ struct task_struct___o {
 	volatile long state;
 } __attribute__((preserve_access_index));
 
-/* The thread state a switch-out leaves prev in (IGNIS_STATE_*). */
-static __always_inline __u32 switch_state(bool preempt, struct task_struct *prev, __u32 *dead)
+/*
+ * The thread state a switch-out leaves prev in (IGNIS_STATE_*). Since 5.18 the tracepoint
+ * passes the state __schedule() acted on (prev_state); reading prev->__state here instead
+ * can see TASK_WAKING set by a wakeup on another CPU meanwhile, and call a disk wait a
+ * sleep. The agent says which (cfg.switch_prev_state): the branch not taken is dead code.
+ */
+static __always_inline __u32 switch_state(bool preempt, struct task_struct *prev, __u32 arg_state,
+					  __u32 *dead)
 {
 	__u32 state;
 
-	if (bpf_core_field_exists(prev->__state))
+	if (cfg.switch_prev_state)
+		state = arg_state;
+	else if (bpf_core_field_exists(prev->__state))
 		state = BPF_CORE_READ(prev, __state);
 	else
 		state = (__u32)BPF_CORE_READ((struct task_struct___o *)prev, state);
@@ -118,20 +126,64 @@ static __always_inline void add_offcpu(__u32 g, struct ignis_sample_key *key, __
 }
 
 /*
- * The owed sample's kernel stack, if it is in generation g's stacks map. A sample owed in an
- * earlier window (the thread made no system call since) is recorded in this one, whose
- * stacks map does not have that stack: it goes without (counted).
+ * The owed sample's kernel stack, if generation g's stacks map has it. A sample owed in an
+ * earlier window (the thread made no system call since) was stored in a map the agent has
+ * drained since: unless the same stack is in this one (ids are hashes of the frames), it
+ * goes without (counted).
  */
 static __always_inline void owed_kernel_stack(__u32 g, struct ignis_offcpu_task *st,
 					      struct ignis_sample_key *key)
 {
-	if (st->owed_gen == g) {
+	void *stacks;
+
+	if (!cfg.kernel_stacks || (!st->owed_kstack.lo && !st->owed_kstack.hi))
+		return;
+	stacks = bpf_map_lookup_elem(&stacks_gen, &g);
+	if (stacks && bpf_map_lookup_elem(stacks, &st->owed_kstack)) {
 		key->kernel_stack = st->owed_kstack;
 		return;
 	}
-	if (cfg.kernel_stacks) {
-		key->flags |= SAMPLE_F_KSTACK_ERR;
-		stat_inc(g, STAT_KSTACK_ERR);
+	key->flags |= SAMPLE_F_KSTACK_ERR;
+	stat_inc(g, STAT_KSTACK_ERR);
+}
+
+/* Announce t's process image to the agent, as a CPU sample of it would (t need not be
+ * current): its samples need its mappings. */
+static __always_inline void announce_task(__u32 g, struct task_struct *t)
+{
+	__u32 slot = CPU_STATE_OFFCPU;
+	struct cpu_state *cs;
+	struct task_info ti;
+	struct mm_struct *mm;
+
+	if (t->flags & PF_KTHREAD)
+		return;
+	cs = bpf_map_lookup_elem(&cpu_states, &slot);
+	if (!cs)
+		return;
+	ti.leader = t->group_leader;
+	ti.start_time = ti.leader->start_boottime;
+	ti.exec_id = (__u32)ti.leader->self_exec_id;
+	ti.kthread = 0;
+	mm = t->mm;
+	ti.exec_vm = mm ? mm->exec_vm : 0;
+	announce_process(g, cs, t->tgid, &ti);
+}
+
+/* A thread's time in its accumulators, short of a period: recorded without stacks. */
+static __always_inline void flush_short(__u32 g, struct task_struct *t,
+					struct ignis_offcpu_task *st)
+{
+	struct ignis_sample_key key = {};
+	__u32 state;
+
+	for (state = IGNIS_STATE_SLEEPING; state <= IGNIS_STATE_RUNNABLE; state++) {
+		if (!st->acc_ns[state])
+			continue;
+		task_key(t, &key, state);
+		key.flags |= SAMPLE_F_OFFCPU_EXITED;
+		add_offcpu(g, &key, st->acc_ns[state], STAT_OFFCPU_EXITED_NS);
+		st->acc_ns[state] = 0;
 	}
 }
 
@@ -160,6 +212,7 @@ static __always_inline void record_leaf(__u32 g, struct task_struct *t,
 		store_stack(g, stacks, &cs->stack, &key.user_stack);
 	}
 	add_offcpu(g, &key, ns, STAT_OFFCPU_LEAF_NS);
+	announce_task(g, t);
 }
 
 /* The user registers t entered the kernel with (t need not be current). */
@@ -214,7 +267,6 @@ static __always_inline void owe(__u32 g, struct task_struct *next, struct ignis_
 
 	st->owed_ns = ns;
 	st->owed_state = state;
-	st->owed_gen = g;
 	st->owed_kstack = none;
 	st->owed_exec_id = (__u32)next->group_leader->self_exec_id;
 	st->owed_ip = st->owed_sp = 0;
@@ -273,9 +325,21 @@ static __always_inline void switched_in(__u32 g, __u64 now, struct task_struct *
 		task_key(next, &key, state);
 		key.flags |= SAMPLE_F_OFFCPU_CAPPED;
 		add_offcpu(g, &key, acc, STAT_OFFCPU_CAPPED_NS);
+		announce_task(g, next);
 		return;
 	}
 	owe(g, next, st, state, acc);
+}
+
+/*
+ * Whether a thread's storage can be created in the scheduler. Before 6.4 it was allocated
+ * with GFP_ATOMIC, which may wake kswapd: a wakeup, and an rq lock, under the rq lock
+ * sched_switch holds. Since 6.4 it comes from BPF's own allocator (bpf_mem_alloc), which
+ * takes no lock. Before, a thread's storage is created at its first system call's end.
+ */
+static __always_inline int create_in_scheduler(void)
+{
+	return bpf_core_field_exists(struct bpf_local_storage_map, selem_ma);
 }
 
 SEC("tp_btf/sched_switch")
@@ -286,16 +350,23 @@ int BPF_PROG(ignis_switch, bool preempt, struct task_struct *prev, struct task_s
 	__u32 g = read_gen(), state, dead;
 
 	if (tracked(prev)) {
-		state = switch_state(preempt, prev, &dead);
-		if (!dead) {
-			st = bpf_task_storage_get(&offcpu_tasks, prev, 0,
-						  BPF_LOCAL_STORAGE_GET_F_CREATE);
-			if (st) {
-				st->off_ns = now;
-				st->state = state;
-			} else {
-				stat_inc(g, STAT_OFFCPU_NO_STATE);
-			}
+		/* ctx[3] is prev_state (5.18+); read only where the agent found it. */
+		state = switch_state(preempt, prev, cfg.switch_prev_state ? (__u32)ctx[3] : 0,
+				     &dead);
+		st = bpf_task_storage_get(
+			&offcpu_tasks, prev, 0,
+			create_in_scheduler() && !dead ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+		if (st && dead) {
+			/* Its last switch: what it owes and its short waits, recorded now (nothing
+			 * of it runs after this). */
+			if (st->owed_ns)
+				record_leaf(g, prev, st);
+			flush_short(g, prev, st);
+		} else if (st) {
+			st->off_ns = now;
+			st->state = state;
+		} else if (create_in_scheduler() && !dead) {
+			stat_inc(g, STAT_OFFCPU_NO_STATE);
 		}
 	}
 	if (!next->pid)
@@ -320,6 +391,12 @@ int BPF_PROG(ignis_offcpu)
 	__u64 ns;
 
 	st = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+	if (!st && !create_in_scheduler() && tracked(task)) {
+		/* Before 6.4: the thread's first system call since the agent started. */
+		if (!bpf_task_storage_get(&offcpu_tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+			stat_inc(read_gen(), STAT_OFFCPU_NO_STATE);
+		return 0;
+	}
 	if (!st || !st->owed_ns)
 		return 0;
 	g = read_gen();
@@ -357,32 +434,5 @@ int BPF_PROG(ignis_offcpu)
 		}
 	}
 	add_offcpu(g, &key, ns, STAT_OFFCPU_WALKED_NS);
-	return 0;
-}
-
-/*
- * A thread exits: the sample it owes is recorded with what is known of it, and the time in
- * its accumulators, waits that did not add up to a period (all of a short process's), without
- * stacks (SAMPLE_F_OFFCPU_EXITED), so that its off-CPU time is all there.
- */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(ignis_offcpu_exit, struct task_struct *p)
-{
-	struct ignis_offcpu_task *st = bpf_task_storage_get(&offcpu_tasks, p, 0, 0);
-	struct ignis_sample_key key = {};
-	__u32 g = read_gen(), state;
-
-	if (!st)
-		return 0;
-	if (st->owed_ns)
-		record_leaf(g, p, st);
-	for (state = IGNIS_STATE_SLEEPING; state <= IGNIS_STATE_RUNNABLE; state++) {
-		if (!st->acc_ns[state])
-			continue;
-		task_key(p, &key, state);
-		key.flags |= SAMPLE_F_OFFCPU_EXITED;
-		add_offcpu(g, &key, st->acc_ns[state], STAT_OFFCPU_EXITED_NS);
-		st->acc_ns[state] = 0;
-	}
 	return 0;
 }

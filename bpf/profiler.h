@@ -2,8 +2,8 @@
 /*
  * The contract between the BPF programs and the agent. The programs are bpf/sampler.bpf.c
  * (ignis_sample, ignis_exec, ignis_exit), bpf/unwind.bpf.c (ignis_unwind and its off-CPU
- * copy ignis_offcpu_unwind) and bpf/offcpu.bpf.c (ignis_switch, ignis_offcpu,
- * ignis_offcpu_exit), linked into one
+ * copy ignis_offcpu_unwind) and bpf/offcpu.bpf.c (ignis_switch, ignis_offcpu), linked into
+ * one
  * object with the maps, `cfg` and `gen` of bpf/maps.bpf.c (declared for the programs in
  * bpf/maps.bpf.h); the agent sees them through one skeleton, build/profiler.skel.h.
  *
@@ -474,10 +474,10 @@ struct ignis_offcpu_task {
 	__u64 owed_ip;	 /* the user registers it blocked with: the walk at the end of the */
 	__u64 owed_sp;	 /* system call happens only if they are still the same */
 	struct ignis_stack_id owed_kstack; /* its kernel stack as it came back on CPU */
-	__u32 owed_gen;			   /* the generation whose stacks map holds owed_kstack */
-	__u32 owed_exec_id;		   /* its image's: a user pc means nothing after execve() */
-	__u32 state;			   /* IGNIS_STATE_* of the wait that began at off_ns */
-	__u32 owed_state;		   /* IGNIS_STATE_* of owed_ns */
+	__u32 pad;
+	__u32 owed_exec_id; /* its image's: a user pc means nothing after execve() */
+	__u32 state;	    /* IGNIS_STATE_* of the wait that began at off_ns */
+	__u32 owed_state;   /* IGNIS_STATE_* of owed_ns */
 };
 _Static_assert(sizeof(struct ignis_offcpu_task) == 96, "ignis_offcpu_task size");
 
@@ -504,7 +504,9 @@ struct ignis_config {
 	__u64 offcpu_min_block_ns; /* waits shorter than this are not counted (0: all) */
 	__u64 offcpu_cost_ns;	   /* 1e9 / the cap in samples per second per CPU; 0: no cap */
 	__u64 offcpu_burst_ns;	   /* the most credit a CPU keeps */
+	__u32 switch_prev_state;   /* 1: sched_switch passes prev_state (5.18+) */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct ignis_config) == 72, "ignis_config size");
+_Static_assert(sizeof(struct ignis_config) == 80, "ignis_config size");
 
 #endif /* IGNIS_BPF_PROFILER_H */

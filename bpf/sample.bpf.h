@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * What the two programs that record a stack share: the CPU sampler (bpf/sampler.bpf.c, on
- * the cpu-clock event) and the off-CPU walk (bpf/offcpu.bpf.c, on the return from
- * schedule()). Reading the current task, announcing process images to the agent, walking a
+ * the cpu-clock event) and the off-CPU walk (bpf/offcpu.bpf.c, at the end of a system
+ * call). Reading the current task, announcing process images to the agent, walking a
  * stack with frame pointers, and starting the table unwinder. Included after maps.bpf.h.
  */
 #ifndef IGNIS_BPF_SAMPLE_BPF_H

@@ -19,92 +19,92 @@
 #ifndef IGNIS_BPF_STATS_H
 #define IGNIS_BPF_STATS_H
 
-#define IGNIS_BPF_STATS(X)                                                                           \
-	X(SAMPLES, "ignis_samples_total", "", "samples", "Samples taken by the BPF program.")        \
-	X(IDLE, "ignis_samples_idle_total", "", "idle", "Samples of idle CPUs, counted only.")       \
-	X(FILTERED, "ignis_samples_filtered_total", "", "filtered",                                  \
-	  "Samples outside --pid, or of kernel threads under --no-kernel.")                          \
-	X(USTACK_ERR, "ignis_stack_walk_errors_total", "stack=\"user\"", "ustack_err",               \
-	  "Samples kept without one of their stacks: the walk failed.")                              \
-	X(KSTACK_ERR, "ignis_stack_walk_errors_total", "stack=\"kernel\"", "kstack_err", "")         \
-	X(DROP_NO_GEN, "ignis_samples_dropped_total", "reason=\"no_generation\"", "no_gen",          \
-	  "Samples lost, by reason.")                                                                \
-	X(DROP_STACKS_FULL, "ignis_samples_dropped_total", "reason=\"stacks_map_full\"",             \
-	  "stacks_full", "")                                                                         \
-	X(DROP_COUNTS_FULL, "ignis_samples_dropped_total", "reason=\"counts_map_full\"",             \
-	  "counts_full", "")                                                                         \
-	X(EVENTS_LOST, "ignis_process_events_lost_total", "", "events_lost",                         \
-	  "Process events lost to a full ring buffer (recovered by the rescan).")                    \
-	/* The table unwinder (--unwind auto|dwarf). Per sample unless it says frames. */            \
-	X(UNWIND_SAMPLES, "ignis_unwind_samples_total", "", "unwind_samples",                        \
-	  "User stacks unwound with unwind tables (.eh_frame) in BPF.")                              \
-	X(UNWIND_NO_TABLES, "ignis_unwind_no_tables_total", "", "unwind_no_tables",                  \
-	  "Samples of processes without unwind tables (yet), walked with frame pointers.")           \
-	X(UNWIND_FP_FRAMES, "ignis_unwind_frame_pointer_frames_total", "reason=\"no_table\"",        \
-	  "unwind_fp_frames",                                                                        \
-	  "Frames the table unwinder walked with the frame pointer: in no table (JIT, "              \
-	  "anonymous code) or in code its table has no CFI for.")                                    \
-	X(UNWIND_NO_CFI, "ignis_unwind_frame_pointer_frames_total", "reason=\"no_cfi\"",             \
-	  "unwind_no_cfi", "")                                                                       \
-	X(UNWIND_READ_FAULT, "ignis_unwind_truncated_total", "reason=\"read_fault\"",                \
-	  "unwind_read_fault",                                                                       \
-	  "Stacks the table unwinder stopped before the outermost frame, by reason.")                \
-	X(UNWIND_DEPTH, "ignis_unwind_truncated_total", "reason=\"depth_limit\"", "unwind_depth",    \
-	  "")                                                                                        \
-	X(UNWIND_UNSUPPORTED, "ignis_unwind_truncated_total", "reason=\"unsupported_rule\"",         \
-	  "unwind_unsupported", "")                                                                  \
-	X(UNWIND_STALE, "ignis_unwind_truncated_total", "reason=\"tables_changed\"",                 \
-	  "unwind_stale", "")                                                                        \
-	X(UNWIND_TAIL_CALL, "ignis_unwind_truncated_total", "reason=\"tail_call\"",                  \
-	  "unwind_tail_call", "")                                                                    \
-	X(UNWIND_LOST, "ignis_unwind_truncated_total", "reason=\"chain_lost\"", "unwind_lost", "")   \
-	/* The Python walker (bpf/python.bpf.h). */                                                  \
-	X(PY_SAMPLES, "ignis_python_samples_total", "", "py_samples",                                \
-	  "User stacks with Python frames.")                                                         \
-	X(PY_FRAMES, "ignis_python_frames_total", "", "py_frames",                                   \
-	  "Python frames recorded in user stacks.")                                                  \
-	X(PY_READ_FAULT, "ignis_python_walk_stopped_total", "reason=\"read_fault\"",                 \
-	  "py_read_fault",                                                                           \
-	  "Python walks that stopped before the outermost Python frame, by reason (native "          \
-	  "frames only from there).")                                                                \
-	X(PY_BAD_CODE, "ignis_python_walk_stopped_total", "reason=\"not_a_code_object\"",            \
-	  "py_bad_code", "")                                                                         \
-	X(PY_NO_THREAD_STATE, "ignis_python_walk_stopped_total", "reason=\"no_thread_state\"",       \
-	  "py_no_tstate", "")                                                                        \
-	X(PY_UNMATCHED, "ignis_python_walk_stopped_total", "reason=\"frames_left\"",                 \
-	  "py_unmatched", "")                                                                        \
-	X(PY_CODES_NEW, "ignis_python_code_objects_announced_total", "", "py_codes_new",             \
-	  "Python code objects met for the first time and announced to the agent.")                  \
-	X(PY_CODES_LOST, "ignis_python_code_objects_lost_total", "", "py_codes_lost",                \
-	  "Python code objects that could not be announced (ring buffer or map full): their "        \
-	  "frames stay unnamed.")                                                                    \
-	X(UNWIND_EXE_ONLY, "ignis_unwind_executable_only_total", "", "unwind_exe_only",              \
-	  "Samples of processes whose tables were not published yet, unwound with their "            \
-	  "executable's table (from an earlier process of the same file), frame pointers "           \
-	  "elsewhere.")                                                                              \
+#define IGNIS_BPF_STATS(X)                                                                              \
+	X(SAMPLES, "ignis_samples_total", "", "samples", "Samples taken by the BPF program.")           \
+	X(IDLE, "ignis_samples_idle_total", "", "idle", "Samples of idle CPUs, counted only.")          \
+	X(FILTERED, "ignis_samples_filtered_total", "", "filtered",                                     \
+	  "Samples outside --pid, or of kernel threads under --no-kernel.")                             \
+	X(USTACK_ERR, "ignis_stack_walk_errors_total", "stack=\"user\"", "ustack_err",                  \
+	  "Samples kept without one of their stacks: the walk failed.")                                 \
+	X(KSTACK_ERR, "ignis_stack_walk_errors_total", "stack=\"kernel\"", "kstack_err", "")            \
+	X(DROP_NO_GEN, "ignis_samples_dropped_total", "reason=\"no_generation\"", "no_gen",             \
+	  "Samples lost, by reason.")                                                                   \
+	X(DROP_STACKS_FULL, "ignis_samples_dropped_total", "reason=\"stacks_map_full\"",                \
+	  "stacks_full", "")                                                                            \
+	X(DROP_COUNTS_FULL, "ignis_samples_dropped_total", "reason=\"counts_map_full\"",                \
+	  "counts_full", "")                                                                            \
+	X(EVENTS_LOST, "ignis_process_events_lost_total", "", "events_lost",                            \
+	  "Process events lost to a full ring buffer (recovered by the rescan).")                       \
+	/* The table unwinder (--unwind auto|dwarf). Per sample unless it says frames. */               \
+	X(UNWIND_SAMPLES, "ignis_unwind_samples_total", "", "unwind_samples",                           \
+	  "User stacks unwound with unwind tables (.eh_frame) in BPF.")                                 \
+	X(UNWIND_NO_TABLES, "ignis_unwind_no_tables_total", "", "unwind_no_tables",                     \
+	  "Samples of processes without unwind tables (yet), walked with frame pointers.")              \
+	X(UNWIND_FP_FRAMES, "ignis_unwind_frame_pointer_frames_total", "reason=\"no_table\"",           \
+	  "unwind_fp_frames",                                                                           \
+	  "Frames the table unwinder walked with the frame pointer: in no table (JIT, "                 \
+	  "anonymous code) or in code its table has no CFI for.")                                       \
+	X(UNWIND_NO_CFI, "ignis_unwind_frame_pointer_frames_total", "reason=\"no_cfi\"",                \
+	  "unwind_no_cfi", "")                                                                          \
+	X(UNWIND_READ_FAULT, "ignis_unwind_truncated_total", "reason=\"read_fault\"",                   \
+	  "unwind_read_fault",                                                                          \
+	  "Stacks the table unwinder stopped before the outermost frame, by reason.")                   \
+	X(UNWIND_DEPTH, "ignis_unwind_truncated_total", "reason=\"depth_limit\"", "unwind_depth",       \
+	  "")                                                                                           \
+	X(UNWIND_UNSUPPORTED, "ignis_unwind_truncated_total", "reason=\"unsupported_rule\"",            \
+	  "unwind_unsupported", "")                                                                     \
+	X(UNWIND_STALE, "ignis_unwind_truncated_total", "reason=\"tables_changed\"",                    \
+	  "unwind_stale", "")                                                                           \
+	X(UNWIND_TAIL_CALL, "ignis_unwind_truncated_total", "reason=\"tail_call\"",                     \
+	  "unwind_tail_call", "")                                                                       \
+	X(UNWIND_LOST, "ignis_unwind_truncated_total", "reason=\"chain_lost\"", "unwind_lost", "")      \
+	/* The Python walker (bpf/python.bpf.h). */                                                     \
+	X(PY_SAMPLES, "ignis_python_samples_total", "", "py_samples",                                   \
+	  "User stacks with Python frames.")                                                            \
+	X(PY_FRAMES, "ignis_python_frames_total", "", "py_frames",                                      \
+	  "Python frames recorded in user stacks.")                                                     \
+	X(PY_READ_FAULT, "ignis_python_walk_stopped_total", "reason=\"read_fault\"",                    \
+	  "py_read_fault",                                                                              \
+	  "Python walks that stopped before the outermost Python frame, by reason (native "             \
+	  "frames only from there).")                                                                   \
+	X(PY_BAD_CODE, "ignis_python_walk_stopped_total", "reason=\"not_a_code_object\"",               \
+	  "py_bad_code", "")                                                                            \
+	X(PY_NO_THREAD_STATE, "ignis_python_walk_stopped_total", "reason=\"no_thread_state\"",          \
+	  "py_no_tstate", "")                                                                           \
+	X(PY_UNMATCHED, "ignis_python_walk_stopped_total", "reason=\"frames_left\"",                    \
+	  "py_unmatched", "")                                                                           \
+	X(PY_CODES_NEW, "ignis_python_code_objects_announced_total", "", "py_codes_new",                \
+	  "Python code objects met for the first time and announced to the agent.")                     \
+	X(PY_CODES_LOST, "ignis_python_code_objects_lost_total", "", "py_codes_lost",                   \
+	  "Python code objects that could not be announced (ring buffer or map full): their "           \
+	  "frames stay unnamed.")                                                                       \
+	X(UNWIND_EXE_ONLY, "ignis_unwind_executable_only_total", "", "unwind_exe_only",                 \
+	  "Samples of processes whose tables were not published yet, unwound with their "               \
+	  "executable's table (from an earlier process of the same file), frame pointers "              \
+	  "elsewhere.")                                                                                 \
 	/* Off-CPU time (bpf/offcpu.bpf.c); the _NS rows count nanoseconds (a "_seconds" family:   \
-	 * /metrics shows seconds). */ \
-	X(OFFCPU_SWITCHES, "ignis_offcpu_switches_total", "", "offcpu_switches",                     \
-	  "Switches back onto a CPU of threads whose switch-out was seen (--off-cpu).")              \
-	X(OFFCPU_SAMPLES, "ignis_offcpu_samples_total", "", "offcpu_samples",                        \
-	  "Off-CPU samples walked and recorded with their stacks.")                                  \
-	X(OFFCPU_WALKED_NS, "ignis_offcpu_seconds_total", "result=\"walked\"", "offcpu_walked_ns",   \
-	  "Off-CPU time by what became of it: in samples with whole stacks (walked), with the "      \
-	  "kernel stack and only the user leaf (user_leaf: it did not wait in a system call), "      \
-	  "without stacks (rate_capped; at_exit: a thread's waits short of a period when it "        \
-	  "exits), left out (below_min_block).")                                                     \
-	X(OFFCPU_LEAF_NS, "ignis_offcpu_seconds_total", "result=\"user_leaf\"", "offcpu_leaf_ns",    \
-	  "")                                                                                        \
-	X(OFFCPU_CAPPED_NS, "ignis_offcpu_seconds_total", "result=\"rate_capped\"",                  \
-	  "offcpu_capped_ns", "")                                                                    \
-	X(OFFCPU_EXITED_NS, "ignis_offcpu_seconds_total", "result=\"at_exit\"",                      \
-	  "offcpu_exited_ns", "")                                                                    \
-	X(OFFCPU_SHORT_NS, "ignis_offcpu_seconds_total", "result=\"below_min_block\"",               \
-	  "offcpu_short_ns", "")                                                                     \
-	X(OFFCPU_NO_STATE, "ignis_offcpu_state_missed_total", "", "offcpu_no_state",                 \
-	  "Switch-outs whose thread state could not be kept (task storage full): that wait "         \
-	  "is not counted.")                                                                         \
-	X(OFFCPU_DROPS, "ignis_offcpu_samples_dropped_total", "", "offcpu_drops",                    \
+	 * /metrics shows seconds). */    \
+	X(OFFCPU_SWITCHES, "ignis_offcpu_switches_total", "", "offcpu_switches",                        \
+	  "Switches back onto a CPU of threads whose switch-out was seen (--off-cpu).")                 \
+	X(OFFCPU_SAMPLES, "ignis_offcpu_samples_total", "", "offcpu_samples",                           \
+	  "Off-CPU samples recorded with a stack (walked, or a kernel stack and the user leaf).")       \
+	X(OFFCPU_WALKED_NS, "ignis_offcpu_seconds_total", "result=\"walked\"", "offcpu_walked_ns",      \
+	  "Off-CPU time by what became of it: in samples with whole stacks (walked), with the "         \
+	  "kernel stack and only the user leaf (user_leaf: not in a system call, or a kernel thread), " \
+	  "without stacks (rate_capped; at_exit: a thread's waits short of a period when it "           \
+	  "exits), left out (below_min_block).")                                                        \
+	X(OFFCPU_LEAF_NS, "ignis_offcpu_seconds_total", "result=\"user_leaf\"", "offcpu_leaf_ns",       \
+	  "")                                                                                           \
+	X(OFFCPU_CAPPED_NS, "ignis_offcpu_seconds_total", "result=\"rate_capped\"",                     \
+	  "offcpu_capped_ns", "")                                                                       \
+	X(OFFCPU_EXITED_NS, "ignis_offcpu_seconds_total", "result=\"at_exit\"",                         \
+	  "offcpu_exited_ns", "")                                                                       \
+	X(OFFCPU_SHORT_NS, "ignis_offcpu_seconds_total", "result=\"below_min_block\"",                  \
+	  "offcpu_short_ns", "")                                                                        \
+	X(OFFCPU_NO_STATE, "ignis_offcpu_state_missed_total", "", "offcpu_no_state",                    \
+	  "Threads whose state could not be stored (allocation failed, or its recursion guard): "       \
+	  "their wait is not counted.")                                                                 \
+	X(OFFCPU_DROPS, "ignis_offcpu_samples_dropped_total", "", "offcpu_drops",                       \
 	  "Off-CPU samples lost to a full map (their nanoseconds are in no sample).")
 
 #endif /* IGNIS_BPF_STATS_H */

@@ -15,6 +15,7 @@
 
 #include <linux/types.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "../../bpf/profiler.h"
@@ -43,10 +44,9 @@ struct sampler {
 	struct ring_buffer *rb;
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
-	struct bpf_link *switch_link;	   /* off-CPU: sched_switch */
-	struct bpf_link *offcpu_link;	   /* off-CPU: the end of a system call */
-	struct bpf_link *offcpu_exit_link; /* off-CPU: a thread's exit */
-	struct cpu_event *cpus;		   /* indexed by CPU number, nr_possible entries */
+	struct bpf_link *switch_link; /* off-CPU: sched_switch */
+	struct bpf_link *offcpu_link; /* off-CPU: the end of a system call */
+	struct cpu_event *cpus;	      /* indexed by CPU number, nr_possible entries */
 	int nr_possible;
 	unsigned int nr_attached;
 	unsigned int nr_gone;
@@ -231,6 +231,32 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return s->opts.on_event(s->opts.ctx, &ev);
 }
 
+/*
+ * Whether this kernel's sched_switch tracepoint passes prev_state (Linux 5.18): its BTF's
+ * btf_trace_sched_switch is a pointer to a function of (void *, bool preempt, prev, next,
+ * unsigned int prev_state) then, of four parameters before.
+ */
+static bool switch_passes_prev_state(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	bool yes = false;
+	int id;
+
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
+	if (t)
+		t = btf__type_by_id(btf, t->type); /* the pointer */
+	if (t && btf_is_ptr(t))
+		t = btf__type_by_id(btf, t->type);
+	if (t && btf_is_func_proto(t))
+		yes = btf_vlen(t) == 5;
+	btf__free(btf);
+	return yes;
+}
+
 /* Open, size and load the skeleton, with or without the table unwinder. */
 static int load(struct sampler *s, bool unwind)
 {
@@ -257,6 +283,7 @@ static int load(struct sampler *s, bool unwind)
 	skel->rodata->cfg.offcpu_kthreads = opts->offcpu_kthreads;
 	skel->rodata->cfg.offcpu_period_ns = opts->offcpu_period_ns;
 	skel->rodata->cfg.offcpu_min_block_ns = opts->offcpu_min_block_ns;
+	skel->rodata->cfg.switch_prev_state = opts->offcpu && switch_passes_prev_state();
 	if (opts->offcpu_max_rate) {
 		skel->rodata->cfg.offcpu_cost_ns = NSEC_PER_SEC / opts->offcpu_max_rate;
 		/* A tenth of a second's samples may come at once. */
@@ -283,11 +310,10 @@ static int load(struct sampler *s, bool unwind)
 			goto err_size;
 	}
 	if (!opts->offcpu) {
-		/* Task storage needs 5.11: without --off-cpu nothing of it is created. */
+		/* Task storage for tracing programs needs 5.13: without --off-cpu nothing of it is created. */
 		bpf_map__set_autocreate(skel->maps.offcpu_tasks, false);
 		bpf_program__set_autoload(skel->progs.ignis_switch, false);
 		bpf_program__set_autoload(skel->progs.ignis_offcpu, false);
-		bpf_program__set_autoload(skel->progs.ignis_offcpu_exit, false);
 	}
 	if (!opts->offcpu || !unwind)
 		bpf_program__set_autoload(skel->progs.ignis_offcpu_unwind, false);
@@ -390,8 +416,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	if (err) {
 		explain_load_error(err);
 		if (opts->offcpu)
-			pr_err("--off-cpu needs Linux >= 5.11 (task storage for tracing programs); "
-			       "without it, run without --off-cpu");
+			pr_err("--off-cpu needs Linux >= 5.13 (task storage for tracing programs); "
+			       "on older kernels, run without --off-cpu");
 		goto err_out;
 	}
 	skel = s->skel;
@@ -415,8 +441,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		goto err_out;
 	}
 	pr_debug("BPF loaded: %u stacks and %u samples per generation, %d possible CPUs, "
-		 "table unwinder %s",
-		 s->max_stacks, s->max_samples, s->nr_possible, s->unwinds ? "on" : "off");
+		 "table unwinder %s, off-CPU %s",
+		 s->max_stacks, s->max_samples, s->nr_possible, s->unwinds ? "on" : "off",
+		 !opts->offcpu			     ? "off" :
+		 skel->rodata->cfg.switch_prev_state ? "on (thread state from prev_state)" :
+						       "on (thread state from __state)");
 	return s;
 
 err_out:
@@ -571,13 +600,6 @@ int sampler__attach(struct sampler *s)
 			pr_err("cannot attach to sys_exit for --off-cpu: %s", strerror(-err));
 			return err;
 		}
-		s->offcpu_exit_link = bpf_program__attach(s->skel->progs.ignis_offcpu_exit);
-		if (!s->offcpu_exit_link) {
-			err = -errno;
-			pr_err("cannot attach to sched_process_exit for --off-cpu: %s",
-			       strerror(-err));
-			return err;
-		}
 	}
 	sampler__events_fired(s); /* start counting from here */
 	s->attached_ns = now_mono_ns();
@@ -629,7 +651,6 @@ void sampler__free(struct sampler *s)
 	bpf_link__destroy(s->exit_link);
 	bpf_link__destroy(s->switch_link);
 	bpf_link__destroy(s->offcpu_link);
-	bpf_link__destroy(s->offcpu_exit_link);
 	ring_buffer__free(s->rb);
 	profiler_bpf__destroy(s->skel);
 	free(s->cpus);

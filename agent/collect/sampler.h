@@ -60,7 +60,7 @@ struct sampler_opts {
 	bool python;
 	uint32_t py_procs; /* entries of py_procs */
 	uint32_t py_codes; /* entries of py_codes */
-	/* Off-CPU time (bpf/offcpu.bpf.c): needs task storage for tracing programs (5.11+). */
+	/* Off-CPU time (bpf/offcpu.bpf.c): needs task storage for tracing programs (5.13+). */
 	bool offcpu;
 	bool offcpu_kthreads;	      /* kernel threads' waits too */
 	uint64_t offcpu_period_ns;    /* weight of one off-CPU sample, ns */

@@ -336,13 +336,19 @@ def test_exec_churn_no_wrong_stacks_tables_freed_memory_flat():
     callers = dict(zip(DEEP_CHAIN, DEEP_CHAIN[1:] + ["__libc_start_call_main"]))
     callers.update({"__libc_start_call_main": "__libc_start_main_impl",
                     "__libc_start_main_impl": "_start"})
-    total = good = own = 0
+    total = good = own = in_program = 0
     for p in profiles_of(agent):
         for s in p.data["samples"]:
             if s["labels"].get("comm") != "deep":
                 continue
             frames = p.frames(s)
             total += s["count"]
+            user = p.user_frames(s)
+            # The chain is judged where deep's own code ran: not in the dynamic loader,
+            # libc's start-up or exit, whose share of a 0.2 s process grows when the host
+            # is busy (5 % in a clean-clone run with a build beside it).
+            if user and user[0] in DEEP_CHAIN:
+                in_program += s["count"]
             for a, b in zip(frames, frames[1:]):
                 check(a not in callers or b in (callers[a], "[truncated]"),
                       f"a wrong stack of deep: {b} called {a} in {frames}")
@@ -355,7 +361,10 @@ def test_exec_churn_no_wrong_stacks_tables_freed_memory_flat():
     # the process): its executable's own frames are unwound with the table an earlier run
     # left (unwind_exes), the libraries' with frame pointers, which end in [truncated].
     check(total > 200, f"only {total} samples of the short-lived deep runs")
-    check(own >= 0.97 * total, f"{own} of {total} samples of deep have deep_hot ... main")
+    check(in_program >= 0.8 * total, f"only {in_program} of {total} samples in deep's code")
+    check(own >= 0.97 * in_program,
+          f"{own} of {in_program} samples in deep's code have deep_hot ... main "
+          f"({total} samples of deep)")
     check(metric(late, "ignis_unwind_executable_only_total") > 0 and
           metric(late, "ignis_unwind_executables") > 0, "no sample unwound by executable")
     check(good >= 0.85 * total, f"{good} of {total} samples of deep have the whole chain")

@@ -112,8 +112,10 @@ static NOINLINE void sync_part(int fd, struct thread_report *r, const char *buf)
 {
 	uint64_t t0 = mono_ns();
 
-	if (pwrite(fd, buf, 4096, (off_t)(r->loops % 256) * 4096) != 4096 || fdatasync(fd))
+	if (pwrite(fd, buf, 4096, (off_t)(r->loops % 256) * 4096) != 4096 || fdatasync(fd)) {
 		perror("offcpu io: write");
+		exit(1);
+	}
 	r->wait_ns += mono_ns() - t0;
 }
 
@@ -122,8 +124,11 @@ static NOINLINE void read_part(int fd, struct thread_report *r, char *buf)
 	uint64_t t0 = mono_ns();
 
 	/* 1 MiB apart, so that the device's read-ahead does not serve the next one. */
-	if (pread(fd, buf, 4096, (off_t)((r->loops * 257) % 1024) * 1048576) < 0)
+	/* A file system without O_DIRECT (tmpfs, overlayfs) fails here: say so, not later. */
+	if (pread(fd, buf, 4096, (off_t)((r->loops * 257) % 1024) * 1048576) < 0) {
 		perror("offcpu io: O_DIRECT read");
+		exit(1);
+	}
 	r->wait_ns += mono_ns() - t0;
 }
 

@@ -560,6 +560,19 @@ int sampler__refresh_cpus(struct sampler *s)
 	return added;
 }
 
+/* Attach a tracepoint program into *link. Returns 0, or -errno after saying what failed. */
+static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, const char *what)
+{
+	int err;
+
+	*link = bpf_program__attach(prog);
+	if (*link)
+		return 0;
+	err = -errno;
+	pr_err("cannot attach to %s: %s", what, strerror(-err));
+	return err;
+}
+
 int sampler__attach(struct sampler *s)
 {
 	int err;
@@ -575,32 +588,18 @@ int sampler__attach(struct sampler *s)
 		pr_err("cannot open perf events: no online CPU accepted one");
 		return -ENODEV;
 	}
-	s->exec_link = bpf_program__attach(s->skel->progs.ignis_exec);
-	if (!s->exec_link) {
-		err = -errno;
-		pr_err("cannot attach to sched_process_exec: %s", strerror(-err));
+	err = attach_tracepoint(s->skel->progs.ignis_exec, &s->exec_link, "sched_process_exec");
+	if (!err)
+		err = attach_tracepoint(s->skel->progs.ignis_exit, &s->exit_link,
+					"sched_process_exit");
+	if (!err && s->opts.offcpu)
+		err = attach_tracepoint(s->skel->progs.ignis_switch, &s->switch_link,
+					"sched_switch for --off-cpu");
+	if (!err && s->opts.offcpu)
+		err = attach_tracepoint(s->skel->progs.ignis_offcpu, &s->offcpu_link,
+					"sys_exit for --off-cpu");
+	if (err)
 		return err;
-	}
-	s->exit_link = bpf_program__attach(s->skel->progs.ignis_exit);
-	if (!s->exit_link) {
-		err = -errno;
-		pr_err("cannot attach to sched_process_exit: %s", strerror(-err));
-		return err;
-	}
-	if (s->opts.offcpu) {
-		s->switch_link = bpf_program__attach(s->skel->progs.ignis_switch);
-		if (!s->switch_link) {
-			err = -errno;
-			pr_err("cannot attach to sched_switch for --off-cpu: %s", strerror(-err));
-			return err;
-		}
-		s->offcpu_link = bpf_program__attach(s->skel->progs.ignis_offcpu);
-		if (!s->offcpu_link) {
-			err = -errno;
-			pr_err("cannot attach to sys_exit for --off-cpu: %s", strerror(-err));
-			return err;
-		}
-	}
 	sampler__events_fired(s); /* start counting from here */
 	s->attached_ns = now_mono_ns();
 	return 0;

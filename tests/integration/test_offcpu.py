@@ -16,6 +16,8 @@ import time
 
 from harness import Agent, check, go_pprof, pprof_json, spawn, tmpdir, wait_exit, workload
 from pyroscope_receiver import Receiver
+# finish(): stop the agent after one more window, its (profiles, paths).
+from test_python import finish, interpreters, script, warm_tables
 
 PERIOD_MS = 10  # --off-cpu-period's default
 STATES = {"sleeping", "uninterruptible", "runnable"}
@@ -30,16 +32,6 @@ def run_workload(*argv, timeout=120):
     out, err = wait_exit(proc, timeout)
     check(proc.returncode == 0, f"offcpu {argv} failed ({proc.returncode}): {err[-2000:]}")
     return proc.pid, [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-
-
-def finish(agent, settle=0.5):
-    """Stop the agent after the workload's last waits are drained: its profiles."""
-    time.sleep(settle)
-    agent.stop()
-    check(agent.returncode == 0, f"agent exit {agent.returncode}:\n{agent.stderr()[-3000:]}")
-    paths = agent.profiles()
-    check(paths, "no profile written:\n" + agent.stderr()[-3000:])
-    return [pprof_json(p) for p in paths], paths
 
 
 def offcpu_samples(profiles, **labels):
@@ -300,7 +292,6 @@ def test_python_sleep_named():
     """The workshop's slow endpoint: a Python function that waits in time.sleep() shows by
     name in the off-CPU profile, under every interpreter (3.8-3.13 and Debian's 3.11), with
     its time (the first waits, before the agent attached the interpreter, are native only)."""
-    from test_python import interpreters, script, warm_tables
     agent = offcpu_agent()
     pythons = dict(interpreters())
     warm_tables([agent], list(pythons.values()))

@@ -56,7 +56,7 @@ ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARNINGS) -MMD -
 	      -fstack-protector-strong -Iagent -I$(BUILD) -I$(BUILD)/agent $(PKG_CFLAGS) \
 	      -DIGNIS_VERSION='"$(VERSION)$(if $(REVISION), (git $(REVISION)))"' \
 	      -DIGNIS_VERSION_SHORT='"$(VERSION)"' $(CPPFLAGS) $(CFLAGS)
-LDLIBS_ALL := $(PKG_LIBS) -lelf -lz -liberty -llzma
+LDLIBS_ALL := $(PKG_LIBS) -lelf -lz -liberty -llzma -lm
 
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 

@@ -37,6 +37,7 @@
 #include "unwind/unwinder.h"
 #include "profile/window.h"
 #include "python/python.h"
+#include "report/cli.h"
 
 #ifndef IGNIS_VERSION
 #define IGNIS_VERSION "0.0.0"
@@ -517,6 +518,11 @@ int main(int argc, char **argv)
 	bool kernel_symbols = false;
 	int ret;
 
+	/* The local analysis commands read files only: no BPF, no configuration checks. */
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "diff"))
+		return diff_main(argc - 1, argv + 1);
 	config_init(&cfg);
 	ret = configure(&a, argc, argv, &kube_url);
 	if (ret >= 0)

@@ -598,8 +598,12 @@ void config_usage(FILE *out)
 {
 	size_t nr = option_count(), i;
 
-	fprintf(out, "Usage: ignis [OPTION]...\n"
-		     "Profile every process on this host and write one pprof per window.\n\n");
+	fprintf(out,
+		"Usage: ignis [OPTION]...\n"
+		"       ignis report [OPTION]... [PATH]...   (see ignis report --help)\n"
+		"       ignis diff [OPTION]... BASE NEW      (see ignis diff --help)\n"
+		"Profile every process on this host and write one pprof per window; report on\n"
+		"and compare the profiles written.\n\n");
 	for (i = 0; i < nr; i++) {
 		const struct option_desc *o = option_at(i);
 		char left[64];

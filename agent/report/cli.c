@@ -356,7 +356,7 @@ static int time_selection(const struct cli *c, struct report_select *sel)
 	if (c->since && report_parse_time(c->since, now, &sel->since_ns))
 		return bad(c,
 			   "--since %s: give a time such as 2026-12-02T06:00:00Z, '2026-12-02 "
-			   "06:00', @1764655200 or 15m (ago)",
+			   "06:00', @1796191200 or 15m (ago)",
 			   c->since);
 	if (c->until && report_parse_time(c->until, now, &sel->until_ns))
 		return bad(c, "--until %s: give a time such as 2026-12-02T07:00:00Z or 5m (ago)",

@@ -225,7 +225,14 @@ static void table(FILE *out, const struct report *r, const struct diff_change *c
 {
 	char title[96], a[32], b[32];
 	unsigned int shown = 0;
+	int cols = 8; /* "function" */
 	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (c[i].significant && (int)strlen(r->frames[c[i].frame]->name) > cols)
+			cols = (int)strlen(r->frames[c[i].frame]->name);
+	if (cols > NAME_COLS)
+		cols = NAME_COLS;
 
 	snprintf(title, sizeof(title), "%s by %s",
 		 rises ? "Regressions (more time in NEW)" : "Improvements (less time in NEW)", by);
@@ -235,7 +242,7 @@ static void table(FILE *out, const struct report *r, const struct diff_change *c
 			title);
 	else
 		fprintf(out, "\n%s\n  %7s %7s %8s %6s  %-*s  %s\n", title, "base%", "new%",
-			"change", "z", NAME_COLS, "function", "binary");
+			"change", "z", cols, "function", "binary");
 	for (i = 0; i < nr && shown < top; i++) {
 		const struct diff_change *x = rises ? &c[i] : &c[nr - 1 - i];
 		const struct report_frame *f = r->frames[x->frame];
@@ -254,8 +261,7 @@ static void table(FILE *out, const struct report *r, const struct diff_change *c
 			fputs(" |\n", out);
 		} else {
 			fprintf(out, "  %6.1f%% %6.1f%% %+7.1f %6.1f  %-*.*s  %s\n", x->base_pct,
-				x->new_pct, x->delta, x->z, NAME_COLS, NAME_COLS, f->name,
-				f->binary);
+				x->new_pct, x->delta, x->z, cols, cols, f->name, f->binary);
 		}
 	}
 	if (!shown)
@@ -269,7 +275,7 @@ static void side_line(FILE *out, const struct report *r, const char *what, const
 {
 	char t1[32], t2[32], v[32];
 
-	fprintf(out, "%s%s%s %s: %zu window%s", md ? "- **" : "", what, md ? ":**" : ":", label,
+	fprintf(out, "%s%s%s %s: %zu window%s", md ? "- **" : "", what, md ? "**" : "", label,
 		s->windows, s->windows == 1 ? "" : "s");
 	if (s->windows)
 		fprintf(out, ", %s to %s UTC", render_time(s->start_ns, t1, sizeof(t1)),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * hot2 [SECONDS]: two threads, each spending 70 % of its CPU time in hot_a and 30 % in hot_b
+ * hot2 [SECONDS [PERCENT]]: two threads, each spending PERCENT (default 70) % of its CPU time
+ * in hot_a and the rest in hot_b
  * (measured on the thread's own CPU clock) in phases of random length, so that the phases do
  * not alias with the sampling period: the main thread under
  * main -> run_threads -> worker -> phase_a -> hot_a, the other under start_thread -> worker.
@@ -40,22 +41,25 @@ NOINLINE static void hot_b(uint64_t ns)
 	} while (thread_cpu_ns() < end);
 }
 
-/* Uniform in [0.5, 1.5) times nominal_ns: a 7:3 ratio on average. */
+/* Uniform in [0.5, 1.5) times nominal_ns: the phases' ratio on average. */
 static uint64_t jitter(uint64_t *state, uint64_t nominal_ns)
 {
 	*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
 	return nominal_ns / 2 + (*state >> 33) % nominal_ns;
 }
 
+/* Nominal phase lengths: 2 ms together, split PERCENT : 100 - PERCENT. */
+static uint64_t phase_a_ns = 1400000, phase_b_ns = 600000;
+
 NOINLINE static void phase_a(uint64_t *rng)
 {
-	hot_a(jitter(rng, 1400000));
+	hot_a(jitter(rng, phase_a_ns));
 	touch(1);
 }
 
 NOINLINE static void phase_b(uint64_t *rng)
 {
-	hot_b(jitter(rng, 600000));
+	hot_b(jitter(rng, phase_b_ns));
 	touch(2);
 }
 
@@ -89,6 +93,16 @@ int main(int argc, char **argv)
 	int ret;
 
 	seconds = arg_seconds(argc, argv, 1, 5);
+	if (argc > 2) {
+		double pct = atof(argv[2]);
+
+		if (!(pct >= 5 && pct <= 95)) {
+			fprintf(stderr, "hot2: PERCENT must be within 5..95\n");
+			return 2;
+		}
+		phase_a_ns = (uint64_t)(2000000 * pct / 100);
+		phase_b_ns = 2000000 - phase_a_ns;
+	}
 	ret = run_threads();
 	touch((uint64_t)ret);
 	return ret;

@@ -4,7 +4,8 @@
 #
 #   make deps      install the Debian packages the build and the tests need (root)
 #   make           build build/ignis
-#   make run       set up, build, profile this host for 30 s and print the hottest functions
+#   make run       set up, build, profile this host for 30 s, print the hottest functions and
+#                  write the HTML report of the run
 #   make test      set up, build, run every test (unit, sanitizers, integration, format)
 #   make bench     benchmarks (QUICK=1 for a short run)
 #   make soak      shipping through outages at full length (30 min; SOAK_MINUTES=N)
@@ -203,11 +204,18 @@ tests/k8s/node_modules/.package-lock.json: tests/k8s/package-lock.json | deps-ap
 	$(Q)npm ci --prefix tests/k8s --no-audit --no-fund --loglevel=error >/dev/null
 
 RUN_ARGS ?= --duration 30 --interval 10 --top 15
+RUN_DIR ?= ignis-profiles
 
-# Set up, build (in a fresh make, so pkg-config sees the packages just installed), run.
+# Set up, build (in a fresh make, so pkg-config sees the packages just installed), run, and
+# end with the HTML report of this run's windows (the folder may hold earlier runs').
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(BUILD)/ignis $(RUN_ARGS)
+	$(Q)start=$$(date +%s); \
+	$(BUILD)/ignis --output-dir $(RUN_DIR) $(RUN_ARGS) && \
+	$(BUILD)/ignis report --format html --output $(BUILD)/report.html --since @$$start \
+		$(RUN_DIR) && \
+	echo "report of this run: $(abspath $(BUILD))/report.html (flame graph, top table," \
+		"timeline; open it in a browser)"
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-all

@@ -572,6 +572,7 @@ int diff_main(int argc, char **argv)
 	struct cli c;
 	FILE *out = NULL;
 	int first, ret, err = 0, side, tripped = 0;
+	size_t before;
 
 	cli_init(&c, true);
 	ret = parse(&c, argc, argv, &first);
@@ -595,9 +596,16 @@ int diff_main(int argc, char **argv)
 		if (ret >= 0 || !copy[side])
 			goto out;
 		ret = 1;
+		before = st.windows;
 		err = report_load(r, paths[side], nr[side], &sel, (uint32_t)side, stderr, &st);
 		if (err)
 			goto out;
+		/* A diff against nothing would pass every --fail-if: refuse it. */
+		if (st.windows == before) {
+			fprintf(stderr, "ignis diff: %s (%s) selects no profiles\n",
+				side ? "NEW" : "BASE", argv[first + side]);
+			goto out;
+		}
 	}
 	say_stats(&c, &st);
 	report__sort(r);

@@ -227,3 +227,5 @@ def test_report_usage_errors_say_what_to_fix():
     check("give [self:|total:]FUNCTION>+N%" in p.stderr, p.stderr)
     p = ignis("report", "--since", "2099-01-01T00:00:00Z", out, ok=(1,))
     check("no profiles selected" in p.stderr, p.stderr)
+    p = ignis("diff", "--dir", out, "--fail-if", "*>+1%", "2099-01-01T00:00Z..", out, ok=(1,))
+    check("BASE (2099-01-01T00:00Z..) selects no profiles" in p.stderr, p.stderr)

@@ -9,7 +9,8 @@
 // Every name comes from profiled processes and may be hostile: data reaches the page through
 // textContent and SVG attributes only, never as markup.
 //
-// For tests: window.ignisReport = { data, selectRange(startMs, endMs), tree(), rows() }.
+// For tests: window.ignisReport = { data, selectRange(startMs, endMs), tree(), rows(),
+// timelineX(ms), ready }.
 (function () {
 	'use strict';
 
@@ -368,10 +369,22 @@
 
 	const tooltip = makeTooltip();
 
+	let searchText = '';
+
+	function maxDepth(node) {
+		let d = 0;
+		for (const kid of node.children)
+			d = Math.max(d, 1 + maxDepth(kid));
+		return d;
+	}
+
 	function drawFlame(tree) {
 		const el = document.getElementById('flamegraph');
 		const details = document.getElementById('details');
+		const hint = tree.value > 0 ? 'Hover a frame for its details; click to zoom.'
+					    : 'No samples in this range.';
 		el.textContent = '';
+		searchText = '';
 		const width = Math.max(320, el.clientWidth || 960);
 		chart = flamegraph.default()
 			.width(width)
@@ -381,7 +394,11 @@
 			.sort(false)
 			.selfValue(false)
 			.tooltip(tooltip)
+			.height((maxDepth(tree) + 1) * 20 + 6)
 			.setDetailsElement(details)
+			.setDetailsHandler(function (text) {
+				details.textContent = text || searchText || hint;
+			})
 			.setLabelHandler(function (d) {
 				return d.data.name + ': ' + fmtValueLong(d.data.value) + ', ' +
 				       fmtPct(pct(d.data.value, tree.value));
@@ -392,10 +409,11 @@
 				       name.toLowerCase().indexOf(term.toLowerCase()) >= 0;
 			})
 			.setSearchHandler(function (results, sum, totalValue) {
-				details.textContent = results.length
+				searchText = results.length
 					? results.length + ' matching frames: ' + fmtValue(sum) + ', ' +
 					  fmtPct(pct(sum, totalValue)) + ' of the total'
-					: 'no match';
+					: 'No frame matches.';
+				details.textContent = searchText;
 			});
 		if (isDiff)
 			chart.setColorMapper(diffColor);
@@ -404,12 +422,10 @@
 				return d.highlight ? HIGHLIGHT : original;
 			});
 		d3.select(el).datum(tree).call(chart);
-		const term = document.getElementById('search').value;
+		details.textContent = hint;
+		const term = document.getElementById('search').value.trim();
 		if (term)
 			chart.search(term);
-		details.textContent = tree.value > 0
-			? 'Hover a frame for its details; click to zoom.'
-			: 'No samples in this range.';
 	}
 
 	// ---- Table --------------------------------------------------------------------------------
@@ -614,7 +630,7 @@
 		const el = document.getElementById('timeline');
 		el.textContent = '';
 		const width = Math.max(320, el.clientWidth || 960), height = 110;
-		const m = { top: 8, right: 12, bottom: 22, left: 64 };
+		const m = { top: 10, right: 24, bottom: 22, left: 72 };
 		const totals = buckets.map(function (b) {
 			let t = 0;
 			for (let j = 1; j < (b[3] || []).length; j += 2)
@@ -637,10 +653,14 @@
 			.attr('transform', 'translate(0,' + (height - m.bottom) + ')')
 			.call(d3.axisBottom(timeX).ticks(Math.max(2, Math.floor(width / 120)))
 				.tickSizeOuter(0));
+		// Time per second of wall time: CPUs busy (cpu) or threads waiting (offcpu).
+		const perSecond = valueNs(1) !== null;
 		const yAxis = d3.axisLeft(y).ticks(3).tickFormat(function (v) {
-			const ns = valueNs(v);
-			return ns === null ? d3.format('~s')(v) + '/s' : fmtDuration(ns) + '/s';
+			return perSecond ? d3.format('~r')(+(valueNs(v) / 1e9).toPrecision(3))
+					 : d3.format('~s')(v);
 		});
+		svg.append('text').attr('class', 'axis-title').attr('x', 4).attr('y', m.top + 4)
+			.text(!perSecond ? 'samples/s' : data.type === 'offcpu' ? 'threads' : 'CPUs');
 		svg.append('g').attr('class', 'axis')
 			.attr('transform', 'translate(' + m.left + ',0)').call(yAxis);
 		svg.append('g').attr('class', 'bars').selectAll('rect').data(buckets).join('rect')
@@ -676,10 +696,12 @@
 			const term = e.target.value.trim();
 			if (!chart)
 				return;
-			if (term)
+			if (term) {
 				chart.search(term);
-			else
+			} else {
+				searchText = '';
 				chart.clear();
+			}
 		});
 		document.getElementById('reset-zoom').addEventListener('click', function () {
 			if (chart)
@@ -726,6 +748,8 @@
 		selectRange: selectRange,
 		tree: function () { return currentTree; },
 		rows: function () { return currentRows; },
+		// The timeline's x for a time, in px from the left of its SVG (null: no timeline).
+		timelineX: function (ms) { return timeX ? timeX(ms) : null; },
 	};
 	try {
 		setup();

@@ -106,7 +106,9 @@ REPORT_ASSETS := $(REPORT_WEB)/report.html $(REPORT_WEB)/report.css $(REPORT_WEB
 		 $(REPORT_NPM)/d3/dist/d3.min.js $(REPORT_NPM)/d3/LICENSE \
 		 $(REPORT_NPM)/d3-flame-graph/dist/d3-flamegraph.umd.min.js \
 		 $(REPORT_NPM)/d3-flame-graph/dist/d3-flamegraph.css \
-		 $(REPORT_NPM)/d3-flame-graph/LICENSE
+		 $(REPORT_NPM)/d3-flame-graph/LICENSE \
+		 $(addprefix $(REPORT_NPM)/,$(addsuffix /LICENSE,d3-ease d3-geo d3-delaunay delaunator \
+		 robust-predicates))
 
 # ---- 5. Rules ---------------------------------------------------------------------------------
 .DELETE_ON_ERROR:
@@ -291,7 +293,8 @@ install: $(BUILD)/ignis $(BUILD)/ignis.8
 
 # The Debian package, built from a copy of the working tree with packaging/debian as its
 # debian/ folder (so the tree keeps one packaging folder); the .deb lands in $(BUILD)/deb.
-# The page's npm libraries are not tracked: they are copied from make deps' install.
+# The page's npm libraries are not tracked: the files it embeds are copied from make deps'
+# install (packaging/debian/copyright lists them).
 # The package builds in its own tree: none of this make's variables (BUILD=...) may leak in.
 DEB_SRC := $(BUILD)/deb/ignis-$(VERSION)
 deb: deps
@@ -299,7 +302,7 @@ deb: deps
 	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
 	$(Q)git ls-files -co --exclude-standard -z | grep -zv '^debian/' | \
 		xargs -0 cp --parents -t $(DEB_SRC)
-	$(Q)cp -r $(REPORT_NPM) $(DEB_SRC)/$(REPORT_WEB)/
+	$(Q)cp --parents -t $(DEB_SRC) $(filter $(REPORT_NPM)/%,$(REPORT_ASSETS))
 	$(Q)cp -r packaging/debian $(DEB_SRC)/debian
 	$(Q)cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 		dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \

@@ -29,6 +29,11 @@ asset ignis_asset_d3_license, "d3/LICENSE"
 asset ignis_asset_flamegraph_js, "d3-flame-graph/dist/d3-flamegraph.umd.min.js"
 asset ignis_asset_flamegraph_css, "d3-flame-graph/dist/d3-flamegraph.css"
 asset ignis_asset_flamegraph_license, "d3-flame-graph/LICENSE"
+asset ignis_asset_d3_ease_license, "d3-ease/LICENSE"
+asset ignis_asset_d3_geo_license, "d3-geo/LICENSE"
+asset ignis_asset_d3_delaunay_license, "d3-delaunay/LICENSE"
+asset ignis_asset_delaunator_license, "delaunator/LICENSE"
+asset ignis_asset_robust_predicates_license, "robust-predicates/LICENSE"
 
 /* No executable stack for the binary that links this. */
 .section .note.GNU-stack, "", @progbits

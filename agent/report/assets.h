@@ -20,4 +20,12 @@ extern const char ignis_asset_flamegraph_js[], ignis_asset_flamegraph_js_end[];
 extern const char ignis_asset_flamegraph_css[], ignis_asset_flamegraph_css_end[];
 extern const char ignis_asset_flamegraph_license[], ignis_asset_flamegraph_license_end[];
 
+/* The licences of code in d3.min.js with terms of its own (d3's modules are all ISC). */
+extern const char ignis_asset_d3_ease_license[], ignis_asset_d3_ease_license_end[];
+extern const char ignis_asset_d3_geo_license[], ignis_asset_d3_geo_license_end[];
+extern const char ignis_asset_d3_delaunay_license[], ignis_asset_d3_delaunay_license_end[];
+extern const char ignis_asset_delaunator_license[], ignis_asset_delaunator_license_end[];
+extern const char ignis_asset_robust_predicates_license[],
+	ignis_asset_robust_predicates_license_end[];
+
 #endif /* IGNIS_REPORT_ASSETS_H */

@@ -8,7 +8,7 @@
  *   STYLE     d3-flame-graph's CSS, then ours, in one <style>
  *   SCRIPTS   d3, d3-flame-graph, then report.js, each in its own <script>
  *   DATA      what write_data writes (the template has it inside the data element)
- *   LICENSES  the libraries' licence texts, in a <script type="text/plain"> nobody runs
+ *   LICENSES  the libraries' licence texts, each in a <script type="text/plain"> nobody runs
  *
  * The pieces come from assets.S (assets.h); this file is their only reader.
  */
@@ -17,19 +17,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/ignis.h"
 #include "report/assets.h"
 #include "report/html.h"
 
 #define MARKER_OPEN  "<!--IGNIS:"
 #define MARKER_CLOSE "-->"
-
-/* The licence texts' elements: text nobody runs, each named for its library. */
-#define D3_LICENSE_OPEN                                    \
-	"<script type=\"text/plain\" id=\"license-d3\">\n" \
-	"d3 (https://d3js.org), ISC License:\n\n"
-#define FLAMEGRAPH_LICENSE_OPEN                                        \
-	"<script type=\"text/plain\" id=\"license-d3-flame-graph\">\n" \
-	"d3-flame-graph, Copyright 2018 Martin Spier, Apache License 2.0:\n\n"
 
 struct piece {
 	const char *start;
@@ -37,6 +30,27 @@ struct piece {
 };
 
 #define PIECE(name) ((struct piece){ ignis_asset_##name, ignis_asset_##name##_end })
+
+/*
+ * The licences of what the page embeds: d3-flame-graph, and d3's bundle (d3.min.js holds the
+ * d3-* modules, ISC like d3 itself, plus the code of these with terms of their own).
+ */
+static const struct {
+	const char *id;
+	const char *what;
+	struct piece text;
+} licenses[] = {
+	{ "d3-flame-graph", "d3-flame-graph (d3-flamegraph.umd.min.js), Apache License 2.0",
+	  PIECE(flamegraph_license) },
+	{ "d3", "d3 (d3.min.js: d3 and its d3-* modules), ISC License", PIECE(d3_license) },
+	{ "d3-ease", "d3-ease (in d3.min.js), BSD-3-Clause", PIECE(d3_ease_license) },
+	{ "d3-geo", "d3-geo (in d3.min.js), ISC License; parts from GeographicLib, MIT License",
+	  PIECE(d3_geo_license) },
+	{ "d3-delaunay", "d3-delaunay (in d3.min.js), ISC License", PIECE(d3_delaunay_license) },
+	{ "delaunator", "delaunator (in d3.min.js), ISC License", PIECE(delaunator_license) },
+	{ "robust-predicates", "robust-predicates (in d3.min.js), Unlicense",
+	  PIECE(robust_predicates_license) },
+};
 
 static int put(FILE *out, const char *s, size_t len)
 {
@@ -110,6 +124,25 @@ static int put_raw_element(FILE *out, const char *open, struct piece p, const ch
 	return err;
 }
 
+/* Each licence in its own <script type="text/plain" id="license-ID">, which nobody runs. */
+static int put_licenses(FILE *out)
+{
+	size_t i;
+	int err = 0;
+
+	for (i = 0; !err && i < ARRAY_SIZE(licenses); i++) {
+		err = put_str(out, "<script type=\"text/plain\" id=\"license-");
+		if (!err)
+			err = put_str(out, licenses[i].id);
+		if (!err)
+			err = put_str(out, "\">\n");
+		if (!err)
+			err = put_raw_element(out, licenses[i].what, licenses[i].text,
+					      "</script>\n");
+	}
+	return err;
+}
+
 static int put_marker(FILE *out, const char *name, size_t len, const char *title,
 		      report_html_data_fn write_data, void *ctx)
 {
@@ -136,13 +169,8 @@ static int put_marker(FILE *out, const char *name, size_t len, const char *title
 			err = put_raw_element(out, "<script>", PIECE(report_js), "</script>");
 		return err;
 	}
-	if (IS("LICENSES")) {
-		err = put_raw_element(out, D3_LICENSE_OPEN, PIECE(d3_license), "</script>\n");
-		if (!err)
-			err = put_raw_element(out, FLAMEGRAPH_LICENSE_OPEN,
-					      PIECE(flamegraph_license), "</script>");
-		return err;
-	}
+	if (IS("LICENSES"))
+		return put_licenses(out);
 #undef IS
 	/* Not ours: the template's own text. */
 	return put(out, name - strlen(MARKER_OPEN), len + strlen(MARKER_OPEN MARKER_CLOSE));

@@ -39,6 +39,8 @@
 	}
 
 	function fmtDuration(ns) {
+		if (ns === 0)
+			return '0';
 		const abs = Math.abs(ns);
 		const sign = ns < 0 ? '-' : '';
 		if (abs >= 3600e9)

@@ -373,13 +373,6 @@
 
 	let searchText = '';
 
-	function maxDepth(node) {
-		let d = 0;
-		for (const kid of node.children)
-			d = Math.max(d, 1 + maxDepth(kid));
-		return d;
-	}
-
 	function drawFlame(tree) {
 		const el = document.getElementById('flamegraph');
 		const details = document.getElementById('details');
@@ -396,7 +389,7 @@
 			.sort(false)
 			.selfValue(false)
 			.tooltip(tooltip)
-			.height((maxDepth(tree) + 1) * 20 + 6)
+			.resetHeightOnZoom(true) // the height of what is wide enough to draw
 			.setDetailsElement(details)
 			.setDetailsHandler(function (text) {
 				details.textContent = text || searchText || hint;
@@ -487,9 +480,9 @@
 				c = x - y;
 			else
 				c = String(x).localeCompare(String(y));
-			if (c === 0)
-				c = a.name.localeCompare(b.name);
-			return sortState.desc ? -c : c;
+			if (c !== 0)
+				return sortState.desc ? -c : c;
+			return a.name.localeCompare(b.name) || a.binary.localeCompare(b.binary);
 		});
 
 		head.textContent = '';

@@ -9,6 +9,8 @@
 //   {
 //     "kind": "report" | "diff",
 //     "frames": [name, ...],        drawn as frames of the flame graph (SVG <g name=...>)
+//     "hover": {"name": name,       hovering that frame shows a tooltip holding each of "text"
+//               "text": [s, ...]},  (e.g. its file:line, "self", "total")
 //     "zoom": name,                 clicking that frame zooms to it: its rect becomes full width
 //     "search": term,               the search highlights the frames whose name contains it
 //                                   (case-insensitive), and no other
@@ -118,6 +120,25 @@ async function run(page) {
 			const c = f && rgb(f.fill);
 			const ok = c && (want === 'red' ? c[0] > c[2] + 40 : c[2] > c[0] + 40);
 			record(`diff: ${name} coloured ${want}`, ok, f ? f.fill : 'not drawn');
+		}
+	}
+
+	// Hover: the tooltip says what the frame is.
+	if (expect.hover) {
+		const index = await page.evaluate((name) => Array.from(
+			document.querySelectorAll('#flamegraph svg g')).findIndex(
+			(g) => g.getAttribute('name') === name), expect.hover.name);
+		if (record(`hover: ${expect.hover.name} drawn`, index >= 0)) {
+			await page.locator('#flamegraph svg g').nth(index).locator('rect')
+				.hover({ force: true });
+			const tip = await until(() => page.evaluate(() => {
+				const t = document.querySelector('.tip');
+				return t && !t.hidden ? t.textContent : '';
+			}));
+			const missing = (expect.hover.text || []).filter((x) => !(tip || '').includes(x));
+			record(`hover: the tooltip of ${expect.hover.name}`, tip && !missing.length,
+			       `missing ${JSON.stringify(missing)} in ${JSON.stringify(tip)}`);
+			await page.mouse.move(0, 0);
 		}
 	}
 

@@ -125,12 +125,14 @@ def make_page(doc, title):
 
 
 def test_report_page():
-    """Flame graph, zoom, search, timeline range, sortable table; no network."""
+    """Flame graph, hover, zoom, search, timeline range, sortable table; no network."""
     page = make_page(report_document(), "ignis report: web-1")
     browser_check(page, {
         "kind": "report",
         "frames": ["main", "run_server", "parse_request", "compute_digest", "memcpy",
                    "late_only_flush"],
+        "hover": {"name": "compute_digest",
+                  "text": ["src/digest.c:88", "/usr/bin/app", "total", "self"]},
         "zoom": "compute_digest",
         "search": "PARSE",
         "range": {"start_ms": T0 + 500, "end_ms": T0 + 2 * BUCKET_MS + 5000,
@@ -147,6 +149,7 @@ def test_diff_page():
         "frames": ["main", "compute_digest", "parse_request"],
         "more": ["compute_digest", "late_only_flush"],
         "less": ["parse_request"],
+        "hover": {"name": "parse_request", "text": ["src/parse.c:7", "base", "change"]},
         "zoom": "compute_digest",
         "search": "digest",
         "table_min_rows": 5,

@@ -584,20 +584,27 @@
 
 	let brush = null, brushG = null, timeX = null, brushing = false;
 
-	// Selects the buckets that overlap [startMs, endMs); no arguments (or null): all of them.
+	// Selects the buckets in [startMs, endMs) (see below); no arguments (or null): all of them.
 	// Returns how many buckets are selected.
 	function selectRange(startMs, endMs) {
 		if (startMs === undefined || startMs === null || endMs === undefined || endMs === null) {
 			selection = null;
 		} else {
+			// The buckets the range covers at least half of; else any it touches (a
+			// range inside one bucket), so a drag need not hit the bars' edges exactly.
 			let first = -1, last = -1;
-			for (let i = 0; i < buckets.length; i++) {
-				const b = buckets[i];
-				if (b[0] < endMs && b[0] + b[1] > startMs) {
-					if (first < 0)
-						first = i;
-					last = i;
+			for (const half of [true, false]) {
+				for (let i = 0; i < buckets.length; i++) {
+					const b = buckets[i];
+					const overlap = Math.min(endMs, b[0] + b[1]) - Math.max(startMs, b[0]);
+					if (overlap > 0 && (!half || 2 * overlap >= b[1])) {
+						if (first < 0)
+							first = i;
+						last = i;
+					}
 				}
+				if (first >= 0)
+					break;
 			}
 			selection = first < 0 ? null : [first, last];
 			if (first < 0)

@@ -21,7 +21,8 @@
 //     },
 //     "more": [name, ...],          diff: frames coloured red (more time in NEW)
 //     "less": [name, ...],          diff: frames coloured blue (less)
-//     "table_min_rows": N           the top table has at least N rows and sorts on header clicks
+//     "table_min_rows": N,          the top table has at least N rows and sorts on header clicks
+//     "text": [s, ...]              the page's visible text holds each (e.g. "Off-CPU time")
 //   }
 //
 // Every key but "kind" is optional. It always checks: no request left file://, no script
@@ -105,6 +106,10 @@ async function run(page) {
 		parseFloat(document.querySelector('#flamegraph svg').getAttribute('width')));
 	record('kind', await page.evaluate(() => window.ignisReport.data.kind) === expect.kind,
 	       expect.kind);
+
+	const text = await page.evaluate(() => document.body.innerText);
+	for (const t of expect.text || [])
+		record(`text: ${t}`, text.includes(t));
 
 	// Frames drawn, after the entering transition.
 	for (const name of expect.frames || []) {

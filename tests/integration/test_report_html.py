@@ -138,7 +138,26 @@ def test_report_page():
         "range": {"start_ms": T0 + 500, "end_ms": T0 + 2 * BUCKET_MS + 5000,
                   "absent": ["late_only_flush"], "present": ["main", "compute_digest"]},
         "table_min_rows": 6,
+        "text": ["CPU time", "web-1", "Timeline", "Flame graph", "Top functions"],
     }, path("tests", "report.png"))
+
+
+def test_offcpu_page():
+    """An off-CPU report: values in nanoseconds, shown as time; a range inside one bucket."""
+    doc = report_document()
+    doc.update(type="offcpu", unit="nanoseconds", period_ns=0, title="ignis report: off-CPU")
+    for b in doc["buckets"]:
+        b[3] = [v * 1000000 if i % 2 else v for i, v in enumerate(b[3])]
+    page = make_page(doc, "ignis report: off-CPU")
+    browser_check(page, {
+        "kind": "report",
+        "text": ["Off-CPU time", "threads", "Top functions"],
+        "frames": ["main", "compute_digest", "late_only_flush"],
+        "hover": {"name": "parse_request", "text": ["src/parse.c:7", "1.80 s"]},
+        "range": {"start_ms": T0 + 4 * BUCKET_MS + 1000, "end_ms": T0 + 4 * BUCKET_MS + 3000,
+                  "present": ["late_only_flush"]},
+        "table_min_rows": 6,
+    }, path("tests", "offcpu.png"))
 
 
 def test_diff_page():
@@ -153,4 +172,5 @@ def test_diff_page():
         "zoom": "compute_digest",
         "search": "digest",
         "table_min_rows": 5,
+        "text": ["Differential flame graph", "v1.4", "v1.5", "Changes"],
     }, path("tests", "diff.png"))

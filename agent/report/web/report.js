@@ -410,6 +410,8 @@
 					: 'No frame matches.';
 				details.textContent = searchText;
 			});
+		if (data.type === 'offcpu')
+			chart.setColorHue('blue'); // off-CPU graphs are blue by convention
 		if (isDiff)
 			chart.setColorMapper(diffColor);
 		else

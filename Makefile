@@ -87,7 +87,8 @@ BPF_SRCS := bpf/maps.bpf.c $(filter-out bpf/maps.bpf.c,$(sort $(wildcard bpf/*.b
 SYMBOLIZER_OBJS := $(SYMBOLIZER_SRCS:%.c=$(BUILD)/%.o)
 PROTOS := profile push
 PROTO_HDRS := $(PROTOS:%=$(BUILD)/agent/%.pb-c.h)
-AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTOS:%=$(BUILD)/agent/%.pb-c.o)
+AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTOS:%=$(BUILD)/agent/%.pb-c.o) \
+		  $(BUILD)/agent/report/assets.o
 AGENT_OBJS := $(AGENT_LIB_OBJS) $(BUILD)/agent/main.o
 SKEL := $(BUILD)/profiler.skel.h
 
@@ -97,6 +98,18 @@ UNIT_SAN_BINS := $(UNIT_TESTS:%=$(BUILD)/san/tests/unit/%)
 
 FIXTURE_SRCS := $(wildcard tests/data/src/*.c)
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+
+# The HTML page of ignis report (agent/report/html.h): our page, style and script, and the
+# libraries npm installs there (make deps; versions pinned by its package-lock.json).
+REPORT_WEB := agent/report/web
+REPORT_NPM := $(REPORT_WEB)/node_modules
+REPORT_ASSETS := $(REPORT_WEB)/report.html $(REPORT_WEB)/report.css $(REPORT_WEB)/report.js \
+		 $(REPORT_NPM)/d3/dist/d3.min.js $(REPORT_NPM)/d3/LICENSE \
+		 $(REPORT_NPM)/d3-flame-graph/dist/d3-flamegraph.umd.min.js \
+		 $(REPORT_NPM)/d3-flame-graph/dist/d3-flamegraph.css \
+		 $(REPORT_NPM)/d3-flame-graph/LICENSE \
+		 $(addprefix $(REPORT_NPM)/,$(addsuffix /LICENSE,d3-ease d3-geo d3-delaunay delaunator \
+		 robust-predicates))
 
 # ---- 5. Rules ---------------------------------------------------------------------------------
 .DELETE_ON_ERROR:
@@ -126,6 +139,18 @@ $(BUILD)/agent/%.pb-c.c $(BUILD)/agent/%.pb-c.h: agent/proto/%.proto
 $(BUILD)/agent/%.pb-c.o: $(BUILD)/agent/%.pb-c.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(filter-out -Wmissing-prototypes -Wshadow,$(ALL_CFLAGS)) -c $< -o $@
+
+# The page's pieces, embedded by the assembler's .incbin (assets.S), which finds them along
+# -Wa,-I; its dependency output does not name them, so they are listed here.
+$(BUILD)/agent/report/assets.o $(BUILD)/san/agent/report/assets.o: agent/report/assets.S \
+								   $(REPORT_ASSETS)
+	$(call msg,AS,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -c -Wa,-I$(REPORT_WEB) -Wa,-I$(REPORT_NPM) -o $@ $<
+
+# A library file missing: node_modules was never installed.
+$(REPORT_NPM)/%:
+	@echo "$@ is missing: run make deps (npm ci --prefix $(REPORT_WEB))" >&2; exit 1
 
 # The skeleton is included by the sampler only.
 $(BUILD)/agent/collect/sampler.o $(BUILD)/san/agent/collect/sampler.o: $(SKEL)
@@ -177,12 +202,13 @@ DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils pe
 		 prometheus \
 		 clang-format binutils procps util-linux file \
 		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db g++ rustc \
-		 debuginfod elfutils lld python3-flask
+		 debuginfod elfutils lld python3-flask chromium
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 
 # Installs only what is missing; runs apt-get update only then. npm comes with nodejs from
 # some sources and as its own package from Debian: asked for only when the command is missing.
-deps: deps-apt tests/k8s/node_modules/.package-lock.json
+deps: deps-apt tests/k8s/node_modules/.package-lock.json $(REPORT_NPM)/.package-lock.json \
+      tests/browser/node_modules/.package-lock.json
 
 deps-apt:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -202,6 +228,16 @@ deps-apt:
 tests/k8s/node_modules/.package-lock.json: tests/k8s/package-lock.json | deps-apt
 	$(call msg,NPM,tests/k8s)
 	$(Q)npm ci --prefix tests/k8s --no-audit --no-fund --loglevel=error >/dev/null
+
+# The libraries the HTML page embeds (d3, d3-flame-graph), pinned by the lock file.
+$(REPORT_NPM)/.package-lock.json: $(REPORT_WEB)/package-lock.json | deps-apt
+	$(call msg,NPM,$(REPORT_WEB))
+	$(Q)npm ci --prefix $(REPORT_WEB) --no-audit --no-fund --loglevel=error >/dev/null
+
+# The page's browser test drives Debian's chromium with playwright-core (no browser download).
+tests/browser/node_modules/.package-lock.json: tests/browser/package-lock.json | deps-apt
+	$(call msg,NPM,tests/browser)
+	$(Q)npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error >/dev/null
 
 RUN_ARGS ?= --duration 30 --interval 10 --top 15
 RUN_DIR ?= ignis-profiles
@@ -265,6 +301,8 @@ install: $(BUILD)/ignis $(BUILD)/ignis.8
 
 # The Debian package, built from a copy of the working tree with packaging/debian as its
 # debian/ folder (so the tree keeps one packaging folder); the .deb lands in $(BUILD)/deb.
+# The page's npm libraries are not tracked: the files it embeds are copied from make deps'
+# install (packaging/debian/copyright lists them).
 # The package builds in its own tree: none of this make's variables (BUILD=...) may leak in.
 DEB_SRC := $(BUILD)/deb/ignis-$(VERSION)
 deb: deps
@@ -272,6 +310,7 @@ deb: deps
 	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
 	$(Q)git ls-files -co --exclude-standard -z | grep -zv '^debian/' | \
 		xargs -0 cp --parents -t $(DEB_SRC)
+	$(Q)cp --parents -t $(DEB_SRC) $(filter $(REPORT_NPM)/%,$(REPORT_ASSETS))
 	$(Q)cp -r packaging/debian $(DEB_SRC)/debian
 	$(Q)cd $(DEB_SRC) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
 		dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \

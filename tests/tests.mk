@@ -250,6 +250,7 @@ $(FIXTURE_DIR)/%.buildid: $(FIXTURE_DIR)/%
 # links libsymbolizer.a alone. Made again when a source changes; make reads it, then runs.
 UNIT_TESTS_WITH_DEPS := $(foreach t,$(UNIT_TESTS),unit_deps_$(t)=tests/unit/$(t).c)
 LINKED_TOOLS := tool_deps_pprof_dump=tests/tools/pprof_dump.c \
+		tool_deps_html_page=tests/tools/html_page.c \
 		tool_deps_unwind_dump=tests/tools/unwind_dump.c \
 		tool_deps_lifecycle=tests/integration/lifecycle.c \
 		tool_deps_sym_bench=tests/bench/sym_bench.c \
@@ -257,7 +258,7 @@ LINKED_TOOLS := tool_deps_pprof_dump=tests/tools/pprof_dump.c \
 LINK_DEPS_MK := $(TEST_BUILD)/link-deps.mk
 
 $(LINK_DEPS_MK): tests/tools/link_deps.py $(wildcard tests/unit/*.[ch] tests/tools/*.c \
-		 tests/integration/*.c tests/bench/*.c agent/*.[ch] agent/*/*.[ch] symbolizer/*.h)
+		 tests/integration/*.c tests/bench/*.c agent/*.[chS] agent/*/*.[chS] symbolizer/*.h)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(PYTHON) tests/tools/link_deps.py $(UNIT_TESTS_WITH_DEPS) $(LINKED_TOOLS) > $@.tmp
 	$(Q)mv $@.tmp $@
@@ -267,7 +268,7 @@ ifeq ($(filter deps deps-apt clean,$(MAKECMDGOALS)),)
 endif
 
 # ---- Tools ------------------------------------------------------------------------------------
-TOOLS := pprof_dump unwind_dump lifecycle
+TOOLS := pprof_dump unwind_dump lifecycle html_page
 TOOL_BINS := $(TOOLS:%=$(TEST_BUILD)/%)
 
 $(TOOL_BINS): $(TEST_BUILD)/%: $$(wildcard tests/tools/%.c tests/integration/%.c) \
@@ -424,7 +425,7 @@ fuzz: deps
 
 # ---- Everything -------------------------------------------------------------------------------
 TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) $(FUZZ_BINS) \
-		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/lifecycle
+		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/lifecycle $(TEST_BUILD)/html_page
 
 test-build: $(TEST_PREREQS)
 

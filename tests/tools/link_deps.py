@@ -49,12 +49,15 @@ def includes(path):
 
 
 def module_of(header):
-    """The source that implements a header, or None for a header of data only."""
+    """The source that implements a header (`name.c`, or `name.S` for data the assembler
+    embeds), or None for a header of data only."""
     base, _ = os.path.splitext(header)
     if base.endswith("_internal"):
         base = base[: -len("_internal")]
-    source = base + ".c"
-    return source if os.path.exists(source) else None
+    for source in (base + ".c", base + ".S"):
+        if os.path.exists(source):
+            return source
+    return None
 
 
 def link_list(program):
@@ -79,7 +82,7 @@ def link_list(program):
             todo.append(what)
             source = module_of(what)
             if source and source != os.path.abspath(program):
-                obj = os.path.relpath(source, ROOT)[: -len(".c")] + ".o"
+                obj = os.path.splitext(os.path.relpath(source, ROOT))[0] + ".o"
                 if obj not in objects:
                     objects.append(obj)
                 todo.append(source)

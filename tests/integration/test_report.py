@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """ignis report and ignis diff on real profiles: one agent (1 s windows) records three runs of
-hot2 with gaps between them, two with 70 % of its CPU in hot_a and one with 30 %. The report
+hot2 with gaps between them, two with 70 % of its CPU in hot_a and one with 30 %, then a
+second of burn. The report
 names the hot functions with their shares; the diff of a 70 % run against the 30 % run shows
 hot_a's fall and hot_b's rise with the right size, and the diff of the two 70 % runs shows
 nothing of hot2's above the noise floor. Reading is tolerant of corrupt files."""
@@ -30,11 +31,12 @@ def recording():
     agent = Agent(interval=1, out=out).wait_ready()
     runs = []
     time.sleep(GAP / 2)
-    for share in (70, 70, 30):
+    for argv in ([workload("hot2"), RUN_SECONDS, 70], [workload("hot2"), RUN_SECONDS, 70],
+                 [workload("hot2"), RUN_SECONDS, 30], [workload("burn"), 1]):
         start = time.time()
-        proc = spawn([workload("hot2"), str(RUN_SECONDS), str(share)])
+        proc = spawn([str(a) for a in argv])
         _, err = wait_exit(proc, 60)
-        check(proc.returncode == 0, f"hot2 failed: {err}")
+        check(proc.returncode == 0, f"{argv} failed: {err}")
         runs.append((start - GAP / 2, time.time() + GAP / 2, proc.pid))
         time.sleep(GAP)
     agent.stop()
@@ -125,7 +127,7 @@ def test_report_pprof_is_one_profile_that_go_tool_pprof_reads():
     check(prof.total() == selected, f"merged pprof has {prof.total()} samples, report "
                                      f"{selected}")
     pids = {s["labels"].get("pid") for s in prof.data["samples"]}
-    check(pids == {r[2] for r in runs}, f"pids in the merged profile: {pids}")
+    check(pids == {r[2] for r in runs[:3]}, f"pids in the merged profile: {pids}")
     top = go_pprof(["-top", "-nodecount=5", merged])
     check(re.search(r"\bhot_a\b", top) and re.search(r"\bhot_b\b", top),
           f"go tool pprof -top:\n{top}")
@@ -188,6 +190,38 @@ def test_report_html_is_one_self_contained_page():
     check('"hot_a"' in html, "hot_a is not in the page's data")
     check(not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html),
           "the page loads something from the network")
+
+
+def test_report_and_diff_pages_of_real_profiles_in_a_browser():
+    """The pages of real profiles in headless Chromium (tests/browser/check_report.mjs):
+    frames drawn, hover, zoom, search, the top table; brushing run 1 on the timeline leaves
+    burn (run 4) out; the diff of 70 % against 30 % colours hot_b red and hot_a blue."""
+    from test_report_html import browser_check
+    out, runs = recording()
+    d = tempfile.mkdtemp(prefix="ignis-pages-")
+    atexit.register(shutil.rmtree, d, True)
+    shots = os.path.join(path("tests"), "screenshots")
+    os.makedirs(shots, exist_ok=True)
+    page = os.path.join(d, "report.html")
+    ignis("report", "-f", "html", "-o", page, out)
+    first = runs[0]
+    browser_check(page, {
+        "kind": "report",
+        "frames": ["hot_a", "hot_b", "phase_a", "worker", "burn_spin"],
+        "hover": {"name": "hot_a", "text": ["hot2.c", "hot2"]},
+        "zoom": "phase_a",
+        "search": "hot_",
+        # The buckets a drag covers at least half of: run 1's windows, not burn's.
+        "range": {"start_ms": int(first[0] * 1000) + 500, "end_ms": int(first[1] * 1000) - 500,
+                  "absent": ["burn_spin"], "present": ["hot_a", "hot_b"]},
+        "table_min_rows": 5,
+    }, os.path.join(shots, "report-real.png"))
+
+    page = os.path.join(d, "diff.html")
+    ignis("diff", "-f", "html", "-o", page, "--dir", out, "--comm", "hot2", side(runs[0]),
+          side(runs[2]))
+    browser_check(page, {"kind": "diff", "frames": ["hot_a", "hot_b"], "more": ["hot_b"],
+                         "less": ["hot_a"]}, os.path.join(shots, "diff-real.png"))
 
 
 def test_report_skips_corrupt_and_foreign_files():

@@ -212,14 +212,6 @@ out:
 
 /* ---- Text and Markdown ---------------------------------------------------------------------- */
 
-static void md_code(FILE *out, const char *s)
-{
-	fputc('`', out);
-	for (; *s; s++)
-		fputs(*s == '|' ? "\\|" : *s == '`' ? "'" : (char[2]){ *s, 0 }, out);
-	fputc('`', out);
-}
-
 static void table(FILE *out, const struct report *r, const struct diff_change *c, size_t nr,
 		  bool rises, unsigned int top, const char *by, bool md)
 {
@@ -254,11 +246,7 @@ static void table(FILE *out, const struct report *r, const struct diff_change *c
 			fprintf(out, "| %.1f | %.1f | %+.1f | %.1f | %s | %s | ", x->base_pct,
 				x->new_pct, x->delta, x->z, render_value(r, x->base, a, sizeof(a)),
 				render_value(r, x->new_, b, sizeof(b)));
-			md_code(out, f->name);
-			fputs(" | ", out);
-			if (f->binary[0])
-				md_code(out, f->binary);
-			fputs(" |\n", out);
+			render_md_frame(out, f);
 		} else {
 			fprintf(out, "  %6.1f%% %6.1f%% %+7.1f %6.1f  %-*.*s  %s\n", x->base_pct,
 				x->new_pct, x->delta, x->z, cols, cols, f->name, f->binary);

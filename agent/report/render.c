@@ -77,8 +77,13 @@ struct summary {
 	uint64_t value, value_all;
 	uint32_t max_cpus;
 	double rate_sum;
-	const char *hosts[8];
-	size_t nr_hosts; /* may exceed ARRAY_SIZE(hosts): the rest are counted */
+	struct summary_host {
+		const char *name; /* interned: compared by pointer */
+		size_t windows;
+		uint64_t value;
+	} hosts[16];
+	size_t nr_hosts;
+	bool more_hosts; /* past the array */
 };
 
 static void summarize(const struct report *r, struct summary *s)
@@ -108,26 +113,40 @@ static void summarize(const struct report *r, struct summary *s)
 			if (w->nr_cpus > s->max_cpus)
 				s->max_cpus = w->nr_cpus;
 		}
-		for (j = 0; j < s->nr_hosts && j < ARRAY_SIZE(s->hosts); j++)
-			if (s->hosts[j] == w->host)
-				break;
-		if (j == s->nr_hosts || (j == ARRAY_SIZE(s->hosts) && w->host[0])) {
-			/* Past the array, hosts are counted roughly: first come only. */
-			if (s->nr_hosts < ARRAY_SIZE(s->hosts))
-				s->hosts[s->nr_hosts++] = w->host;
+		for (j = 0; j < s->nr_hosts && s->hosts[j].name != w->host; j++)
+			;
+		if (j == s->nr_hosts && j < ARRAY_SIZE(s->hosts))
+			s->hosts[s->nr_hosts++].name = w->host;
+		if (j < s->nr_hosts) {
+			s->hosts[j].windows++;
+			s->hosts[j].value += w->value;
+		} else {
+			s->more_hosts = true;
 		}
 	}
 }
 
-static void print_hosts(FILE *out, const struct summary *s)
+/* ", host web-1", or ", 2 hosts: web-1 (12 windows, 1,234 samples), web-2 (...)". */
+static void print_hosts(FILE *out, const struct report *r, const struct summary *s)
 {
+	char v[32];
 	size_t i;
 
-	if (!s->nr_hosts || (s->nr_hosts == 1 && !s->hosts[0][0]))
+	if (!s->nr_hosts || (s->nr_hosts == 1 && !s->hosts[0].name[0]))
 		return;
-	fprintf(out, ", host%s ", s->nr_hosts > 1 ? "s" : "");
+	if (s->nr_hosts == 1) {
+		fprintf(out, ", host %s", s->hosts[0].name);
+		return;
+	}
+	fprintf(out, ", %s%zu hosts: ", s->more_hosts ? "over " : "", s->nr_hosts);
 	for (i = 0; i < s->nr_hosts; i++)
-		fprintf(out, "%s%s", i ? ", " : "", s->hosts[i][0] ? s->hosts[i] : "(unnamed)");
+		fprintf(out, "%s%s (%zu window%s, %s %s)", i ? ", " : "",
+			s->hosts[i].name[0] ? s->hosts[i].name : "(unnamed)", s->hosts[i].windows,
+			s->hosts[i].windows == 1 ? "" : "s",
+			render_value(r, s->hosts[i].value, v, sizeof(v)),
+			r->type == REPORT_CPU ? "samples" : "off CPU");
+	if (s->more_hosts)
+		fputs(", ...", out);
 }
 
 /* ---- Ranking -------------------------------------------------------------------------------- */
@@ -231,8 +250,7 @@ static const char *cut(const char *s, char *buf, size_t cols)
 	return buf;
 }
 
-/* Markdown: a name as inline code, with '|' escaped for tables. */
-static void md_code(FILE *out, const char *s)
+void render_md_code(FILE *out, const char *s)
 {
 	const char *fence = strchr(s, '`') ? "`` " : "`";
 
@@ -246,6 +264,15 @@ static void md_code(FILE *out, const char *s)
 			fputc(*s, out);
 	}
 	fputs(strchr(fence, ' ') ? " ``" : "`", out);
+}
+
+void render_md_frame(FILE *out, const struct report_frame *f)
+{
+	render_md_code(out, f->name);
+	fputs(" | ", out);
+	if (f->binary[0])
+		render_md_code(out, f->binary);
+	fputs(" |\n", out);
 }
 
 static const uint64_t steps_s[] = { 1,	 5,    10,   15,   30,	  60,	 120,	300,  600,
@@ -370,11 +397,7 @@ static void top_table(FILE *out, const struct report *r, const uint32_t *ids, si
 				render_value(r, self[ids[i]], a, sizeof(a)), pct(self[ids[i]], sum),
 				render_value(r, total[ids[i]], b, sizeof(b)),
 				pct(total[ids[i]], sum));
-			md_code(out, f->name);
-			fputs(" | ", out);
-			if (f->binary[0])
-				md_code(out, f->binary);
-			fputs(" |\n", out);
+			render_md_frame(out, f);
 		} else {
 			fprintf(out, "  %10s %5.1f%%  %10s %5.1f%%  %-*s  %s\n",
 				render_value(r, self[ids[i]], a, sizeof(a)), pct(self[ids[i]], sum),
@@ -411,12 +434,12 @@ static void paths(FILE *out, const struct report *r, const uint32_t *ids, size_t
 		st = r->stacks[s];
 		if (md) {
 			fprintf(out, "%zu. ", i + 1);
-			md_code(out, r->frames[ids[i]]->name);
+			render_md_code(out, r->frames[ids[i]]->name);
 			fprintf(out, " (%.1f %% self); this path %.1f %%:", pct(self[ids[i]], sum),
 				pct(value, sum));
 			for (j = 0; j < depth; j++) {
 				fputs(j ? " → " : " ", out);
-				md_code(out, r->frames[st->frames[j]]->name);
+				render_md_code(out, r->frames[st->frames[j]]->name);
 			}
 			fputc('\n', out);
 			continue;
@@ -455,7 +478,7 @@ static void header(FILE *out, const struct report *r, const struct summary *s,
 				11 * (s->end_ns / 86400000000000ULL ==
 				      s->start_ns / 86400000000000ULL),
 			duration(s->end_ns - s->start_ns, a, sizeof(a)));
-	print_hosts(out, s);
+	print_hosts(out, r, s);
 	fputc('\n', out);
 	if (s->accounted)
 		fprintf(out,
@@ -718,7 +741,7 @@ static int write_report_data(FILE *out, void *arg)
 	for (i = 0; i < s.nr_hosts; i++) {
 		if (i)
 			fputc(',', out);
-		render_json_string(out, s.hosts[i]);
+		render_json_string(out, s.hosts[i].name);
 	}
 	fprintf(out,
 		"],\"summary\":{\"windows\":%zu,\"samples\":%" PRIu64 ",\"start_ms\":%" PRIu64
@@ -792,7 +815,7 @@ int report_render_html(FILE *out, const struct report *r, const struct render_op
 		summarize(r, &s);
 		snprintf(title, sizeof(title), "ignis %s profile%s%s, %s to %s UTC",
 			 r->type == REPORT_CPU ? "CPU" : "off-CPU", s.nr_hosts == 1 ? ": " : "",
-			 s.nr_hosts == 1 ? s.hosts[0] : "", render_time(s.start_ns, t1, sizeof(t1)),
+			 s.nr_hosts == 1 ? s.hosts[0].name : "", render_time(s.start_ns, t1, sizeof(t1)),
 			 render_time(s.end_ns, t2, sizeof(t2)));
 		c.title = title;
 	}

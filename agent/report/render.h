@@ -44,6 +44,14 @@ const char *render_time(uint64_t t_ns, char *buf, size_t size);
 /* A value of r's type for people: "1,234" samples, or a time for off-CPU nanoseconds. */
 const char *render_value(const struct report *r, uint64_t v, char *buf, size_t size);
 
+struct report_frame;
+
+/* Markdown: s as inline code, '|' escaped for a table cell. */
+void render_md_code(FILE *out, const char *s);
+
+/* Markdown: a frame's "`name` | `binary` |" cells, ending the row. */
+void render_md_frame(FILE *out, const struct report_frame *f);
+
 /* JSON string literal of s (quotes included), with "</" written "<\/" for an HTML page. */
 void render_json_string(FILE *out, const char *s);
 

@@ -57,8 +57,8 @@ def side(run):
     return f"@{run[0]:.3f}..@{run[1]:.3f}"
 
 
-def table(text, title):
-    """Rows of a text top table: {function: (self, self%, total, total%)}."""
+def rows_of(text, title, pattern):
+    """The rows under a heading of a text table: {function: match}, in order."""
     rows, inside = {}, False
     for line in text.splitlines():
         if line.startswith(title):
@@ -66,11 +66,19 @@ def table(text, title):
             continue
         if inside and not line.strip():
             break
-        m = re.match(r"^\s+([\d,]+)\s+([\d.]+)%\s+([\d,]+)\s+([\d.]+)%\s+(\S+)", line)
+        m = re.match(pattern, line)
         if inside and m:
-            rows[m.group(5)] = (int(m.group(1).replace(",", "")), float(m.group(2)),
-                                int(m.group(3).replace(",", "")), float(m.group(4)))
+            rows[m.group("function")] = m
     return rows
+
+
+def table(text, title):
+    """Rows of a text top table: {function: (self, self%, total, total%)}."""
+    rows = rows_of(text, title, r"^\s+(?P<self>[\d,]+)\s+([\d.]+)%\s+(?P<total>[\d,]+)\s+"
+                                r"([\d.]+)%\s+(?P<function>\S+)")
+    return {f: (int(m.group("self").replace(",", "")), float(m.group(2)),
+                int(m.group("total").replace(",", "")), float(m.group(4)))
+            for f, m in rows.items()}
 
 
 def margin(p, n):
@@ -135,17 +143,9 @@ def test_report_pprof_is_one_profile_that_go_tool_pprof_reads():
 
 def diff_rows(text, title):
     """{function: change in points} of a diff text table."""
-    rows, inside = {}, False
-    for line in text.splitlines():
-        if line.startswith(title):
-            inside = True
-            continue
-        if inside and not line.strip():
-            break
-        m = re.match(r"^\s+([\d.]+)%\s+([\d.]+)%\s+([+-][\d.]+)\s+(\S+)\s+(\S+)", line)
-        if inside and m:
-            rows[m.group(5)] = float(m.group(3))
-    return rows
+    rows = rows_of(text, title, r"^\s+([\d.]+)%\s+([\d.]+)%\s+(?P<change>[+-][\d.]+)\s+\S+\s+"
+                                r"(?P<function>\S+)")
+    return {f: float(m.group("change")) for f, m in rows.items()}
 
 
 def test_diff_of_real_runs_reports_the_change_and_only_it():

@@ -402,6 +402,42 @@ static void test_report_recursion_counts_once(void **state)
 	remove_dir(dir);
 }
 
+static void test_report_offcpu_time(void **state)
+{
+	char *dir = make_dir(), *out = NULL;
+	const struct spec specs[] = {
+		{ 1, "db", { "io_wait", "query", "main" }, 2, 1500000000, NULL },
+		{ 1, "db", { "lock_wait", "query", "main" }, 0, 250000000, NULL },
+		{ 2, "cpu", { "spin", "main" }, 50, 0, NULL },
+	};
+	struct render_opts ro = { .top = 3, .paths = 1 };
+	struct report_select none = { 0 };
+	struct report_load_stats st = { 0 };
+	char *paths[] = { dir };
+	struct report *r;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	write_window(dir, window(T0, "h", 0, specs, ARRAY_SIZE(specs), true), "h", 0);
+	r = report__new(REPORT_OFFCPU, NULL);
+	assert_int_equal(report_load(r, paths, 1, &none, 0, stderr, &st), 0);
+	assert_int_equal(r->nr_windows, 1);
+	assert_int_equal(r->windows[0].value, 1750000000);
+	assert_int_equal(r->period_ns, 0);
+	f = open_memstream(&out, &len);
+	assert_int_equal(report_render_text(f, r, &ro, false), 0);
+	fclose(f);
+	/* Time, not samples; the CPU-only stack is not there. */
+	assert_non_null(strstr(out, "ignis report (off-CPU)"));
+	assert_non_null(strstr(out, "Selected: 1.75 s off CPU"));
+	assert_non_null(strstr(out, "1.50 s  85.7%"));
+	assert_null(strstr(out, "spin"));
+	free(out);
+	report__free(r);
+	remove_dir(dir);
+}
+
 static void test_load_skips_bad_files_and_selects_by_time(void **state)
 {
 	char *dir = make_dir(), path[600], *errbuf = NULL;
@@ -456,6 +492,23 @@ static void test_load_skips_bad_files_and_selects_by_time(void **state)
 	free(errbuf);
 	report__free(r);
 
+	/* Two hosts in one folder: told apart in the header. */
+	write_window(dir, window(T0 + 5, "db-1", 0, (const struct spec[]){ { 9, "pg", { "scan" }, 40, 0, NULL } }, 1, false), "db-1", 0);
+	memset(&st, 0, sizeof(st));
+	r = load(dir, NULL, NULL, &st, stderr);
+	{
+		struct render_opts ro = { .top = 3 };
+		char *text = NULL;
+		size_t tlen;
+		FILE *t = open_memstream(&text, &tlen);
+
+		assert_int_equal(report_render_text(t, r, &ro, false), 0);
+		fclose(t);
+		assert_non_null(strstr(text, ", 2 hosts: web-1 (4 windows, 440 samples), db-1 (1 window, 40 samples)\n"));
+		free(text);
+	}
+	report__free(r);
+
 	/* By host: none of these. */
 	sel = (struct report_select){ .hosts = hosts, .nr_hosts = 1 };
 	memset(&st, 0, sizeof(st));
@@ -464,7 +517,7 @@ static void test_load_skips_bad_files_and_selects_by_time(void **state)
 	fclose(err);
 	free(errbuf);
 	assert_int_equal(r->nr_windows, 0);
-	assert_int_equal(st.outside, 5);
+	assert_int_equal(st.outside, 6);
 	report__free(r);
 	remove_dir(dir);
 }
@@ -677,6 +730,7 @@ UNIT_MAIN("report", cmocka_unit_test(test_decode_round_trip),
 	  cmocka_unit_test(test_decode_foreign_profile),
 	  cmocka_unit_test(test_report_frames_stacks_filters),
 	  cmocka_unit_test(test_report_recursion_counts_once),
+	  cmocka_unit_test(test_report_offcpu_time),
 	  cmocka_unit_test(test_load_skips_bad_files_and_selects_by_time),
 	  cmocka_unit_test(test_parse_time), cmocka_unit_test(test_diff_noise_floor_and_gates),
 	  cmocka_unit_test(test_outputs_match_golden_files))

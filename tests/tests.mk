@@ -250,6 +250,7 @@ $(FIXTURE_DIR)/%.buildid: $(FIXTURE_DIR)/%
 # links libsymbolizer.a alone. Made again when a source changes; make reads it, then runs.
 UNIT_TESTS_WITH_DEPS := $(foreach t,$(UNIT_TESTS),unit_deps_$(t)=tests/unit/$(t).c)
 LINKED_TOOLS := tool_deps_pprof_dump=tests/tools/pprof_dump.c \
+		tool_deps_mkwindows=tests/tools/mkwindows.c \
 		tool_deps_unwind_dump=tests/tools/unwind_dump.c \
 		tool_deps_lifecycle=tests/integration/lifecycle.c \
 		tool_deps_sym_bench=tests/bench/sym_bench.c \
@@ -267,7 +268,7 @@ ifeq ($(filter deps deps-apt clean,$(MAKECMDGOALS)),)
 endif
 
 # ---- Tools ------------------------------------------------------------------------------------
-TOOLS := pprof_dump unwind_dump lifecycle
+TOOLS := pprof_dump mkwindows unwind_dump lifecycle
 TOOL_BINS := $(TOOLS:%=$(TEST_BUILD)/%)
 
 $(TOOL_BINS): $(TEST_BUILD)/%: $$(wildcard tests/tools/%.c tests/integration/%.c) \
@@ -350,7 +351,7 @@ $(BENCH_DIR)/unwind_many/unwind_many_%: tests/bench/unwind_many.c
 	$(Q)$(CC) $(UNWIND_BENCH_CFLAGS) -fomit-frame-pointer -DVARIANT=$* -o $@ $<
 
 # The upload section runs test workloads (hot2) as its load.
-bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump $(WORKLOADS)
+bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump $(TEST_BUILD)/mkwindows $(WORKLOADS)
 
 bench-run: bench-build
 	$(Q)$(PYTHON) tests/bench/bench.py $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
@@ -424,7 +425,7 @@ fuzz: deps
 
 # ---- Everything -------------------------------------------------------------------------------
 TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) $(FUZZ_BINS) \
-		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/lifecycle
+		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/mkwindows $(TEST_BUILD)/lifecycle
 
 test-build: $(TEST_PREREQS)
 

@@ -83,25 +83,43 @@ static struct binary bins[] = {
 	{ "/usr/bin/node", "v8::internal", K_CXX, 500, 1, "_start|main" },
 	{ "/usr/sbin/sshd", "ssh_", K_C, 60, 0, "_start main" },
 	{ "/usr/lib/systemd/systemd-journald", "journal_", K_C, 60, 0, "_start main" },
-	{ "/usr/bin/dockerd", "github.com/docker/docker/daemon", K_GO, 300, 1, "runtime.goexit.abi0" },
+	{ "/usr/bin/dockerd", "github.com/docker/docker/daemon", K_GO, 300, 1,
+	  "runtime.goexit.abi0" },
 	{ "/usr/bin/containerd", "github.com/containerd/containerd", K_GO, 250, 1,
 	  "runtime.goexit.abi0" },
 	{ "/usr/sbin/rsyslogd", "rs_", K_C, 60, 0, "_start main" },
 };
 
-static const char *const verbs[] = { "read",   "write", "parse", "init",  "handle",  "process",
-				     "find",   "insert", "update", "flush", "send",    "recv",
-				     "alloc",  "free",  "hash",  "lookup", "encode", "decode",
-				     "copy",   "merge", "scan",  "sort",  "compare", "emit" };
-static const char *const nouns[] = { "request", "header", "buffer", "chunk", "table", "index",
-				     "page",	"tuple",  "conn",   "event", "timer", "block",
-				     "entry",	"node",	  "key",    "value", "list",  "cache",
+static const char *const verbs[] = { "read",  "write",	"parse",  "init",   "handle",  "process",
+				     "find",  "insert", "update", "flush",  "send",    "recv",
+				     "alloc", "free",	"hash",	  "lookup", "encode",  "decode",
+				     "copy",  "merge",	"scan",	  "sort",   "compare", "emit" };
+static const char *const nouns[] = { "request", "header", "buffer", "chunk",  "table", "index",
+				     "page",	"tuple",  "conn",   "event",  "timer", "block",
+				     "entry",	"node",	  "key",    "value",  "list",  "cache",
 				     "frame",	"packet", "file",   "stream", "state", "record" };
-static const char *const classes[] = { "ConnectionManager", "FilterChain", "Codec", "Dispatcher",
-				       "Parser", "Buffer", "Router", "Cluster", "Stream", "Heap",
-				       "Allocator", "Session", "Worker", "Scheduler", "Encoder",
-				       "G1CollectedHeap", "PhaseIdealLoop", "Compile", "Matcher",
-				       "ObjectMonitor", "SharedRuntime", "InstanceKlass" };
+static const char *const classes[] = { "ConnectionManager",
+				       "FilterChain",
+				       "Codec",
+				       "Dispatcher",
+				       "Parser",
+				       "Buffer",
+				       "Router",
+				       "Cluster",
+				       "Stream",
+				       "Heap",
+				       "Allocator",
+				       "Session",
+				       "Worker",
+				       "Scheduler",
+				       "Encoder",
+				       "G1CollectedHeap",
+				       "PhaseIdealLoop",
+				       "Compile",
+				       "Matcher",
+				       "ObjectMonitor",
+				       "SharedRuntime",
+				       "InstanceKlass" };
 /* Argument lists, demangled and as the Itanium ABI mangles them. */
 static const char *const args[][2] = {
 	{ "()", "v" },
@@ -113,8 +131,8 @@ static const char *const args[][2] = {
 	{ "(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)",
 	  "RKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE" },
 };
-static const char *const py_modules[] = { "app",    "views", "models",	 "db",	  "serializers",
-					  "cache",  "auth",  "utils",	 "tasks", "handlers" };
+static const char *const py_modules[] = { "app",   "views", "models", "db",    "serializers",
+					  "cache", "auth",  "utils",  "tasks", "handlers" };
 
 struct func {
 	char *name, *system_name;
@@ -132,21 +150,36 @@ struct proc_spec {
 enum { P_NATIVE, P_PYTHON, P_JVM, P_GO, P_KTHREAD };
 static const struct proc_spec specs[] = {
 	{ "gunicorn", "app.service", "gunicorn", B_PYTHON_EXE, P_PYTHON, { 10, 11, 14 }, 8 },
-	{ "java", "kafka.service", "GC Thread#|C2 CompilerThre|data-plane-kafk", B_JAVA, P_JVM,
-	  { 7, 12 }, 9 },
+	{ "java",
+	  "kafka.service",
+	  "GC Thread#|C2 CompilerThre|data-plane-kafk",
+	  B_JAVA,
+	  P_JVM,
+	  { 7, 12 },
+	  9 },
 	{ "postgres", "postgresql@15-main.service", "postgres", 21, P_NATIVE, { 9, 12 }, 6 },
 	{ "nginx", "nginx.service", "nginx", 20, P_NATIVE, { 10, 11, 12, 18 }, 4 },
 	{ "envoy", NULL, "wrk:worker_|envoy", 22, P_NATIVE, { 7, 10, 11, 17 }, 7 },
 	{ "node", NULL, "node|libuv-worker", 24, P_NATIVE, { 7, 10, 11, 9 }, 5 },
-	{ "redis-server", "redis-server.service", "redis-server|bio_close_file", 23, P_NATIVE,
-	  { 9 }, 3 },
+	{ "redis-server",
+	  "redis-server.service",
+	  "redis-server|bio_close_file",
+	  23,
+	  P_NATIVE,
+	  { 9 },
+	  3 },
 	{ "python3", "celery.service", "python3", B_PYTHON_EXE, P_PYTHON, { 13, 19 }, 4 },
 	{ "dockerd", "docker.service", "dockerd", 27, P_GO, { 0 }, 2 },
 	{ "containerd", "containerd.service", "containerd", 28, P_GO, { 0 }, 2 },
 	{ "kworker/0:1", NULL, "kworker/0:1", 0, P_KTHREAD, { 0 }, 1 },
 	{ "sshd", "ssh.service", "sshd", 25, P_NATIVE, { 10, 11, 19 }, 1 },
-	{ "systemd-journal", "systemd-journald.service", "systemd-journal", 26, P_NATIVE,
-	  { 16, 19 }, 1 },
+	{ "systemd-journal",
+	  "systemd-journald.service",
+	  "systemd-journal",
+	  26,
+	  P_NATIVE,
+	  { 16, 19 },
+	  1 },
 	{ "rsyslogd", "rsyslog.service", "rs:main Q:Reg", 29, P_NATIVE, { 12 }, 1 },
 };
 
@@ -170,9 +203,19 @@ struct opts {
 	uint64_t windows, start, interval, cpus, hz, processes, stacks, seed, jobs;
 	int offcpu;
 	int64_t corrupt, garbage;
-} o = { .host = "busy-host", .version = IGNIS_VERSION_SHORT, .windows = 1, .start = 1767225600,
-	.interval = 10, .cpus = 2, .hz = 100, .processes = 40, .stacks = 300, .seed = 1,
-	.jobs = 1, .corrupt = -1, .garbage = -1 };
+} o = { .host = "busy-host",
+	.version = IGNIS_VERSION_SHORT,
+	.windows = 1,
+	.start = 1767225600,
+	.interval = 10,
+	.cpus = 2,
+	.hz = 100,
+	.processes = 40,
+	.stacks = 300,
+	.seed = 1,
+	.jobs = 1,
+	.corrupt = -1,
+	.garbage = -1 };
 
 static struct func *funcs;
 static uint32_t nr_funcs, phase_fn[2];
@@ -225,7 +268,8 @@ static uint32_t add_func(uint32_t bin, const char *name, const char *system_name
 		  0x100ULL * below(64);
 	f->file = "";
 	if (b->kind == K_PY) {
-		snprintf(file, sizeof(file), "/app/%s.py", py_modules[below(ARRAY_SIZE(py_modules))]);
+		snprintf(file, sizeof(file), "/app/%s.py",
+			 py_modules[below(ARRAY_SIZE(py_modules))]);
 		f->file = xstrdup(file);
 	} else if (b->debug) {
 		snprintf(file, sizeof(file), "src/%s_%s.c%s", verbs[below(ARRAY_SIZE(verbs))],
@@ -263,8 +307,9 @@ static void gen_name(const struct binary *b, char *name, char *sys, size_t size)
 		snprintf(sys, size, "%s", name);
 		break;
 	case K_KERNEL: {
-		static const char *const kp[] = { "tcp_", "ext4_", "__x64_sys_", "mm_", "sched_",
-						  "blk_", "nvme_", "sock_", "skb_", "vfs_", "" };
+		static const char *const kp[] = { "tcp_", "ext4_", "__x64_sys_", "mm_",	 "sched_",
+						  "blk_", "nvme_", "sock_",	 "skb_", "vfs_",
+						  "" };
 
 		snprintf(name, size, "%s%s_%s", kp[below(ARRAY_SIZE(kp))], v, n);
 		snprintf(sys, size, "%s", name);
@@ -296,8 +341,10 @@ static uint32_t callee(uint32_t fn, uint32_t bin, uint32_t *site)
 {
 	uint32_t k = below(8) < 5 ? 0 : below(4);
 
+	uint32_t to = bins[bin].first + (uint32_t)(mix(fn * 31ULL + k) % bins[bin].nr);
+
 	*site = k;
-	return bins[bin].first + (uint32_t)(mix(fn * 31ULL + k) % bins[bin].nr);
+	return to != fn ? to : bins[bin].first + (to - bins[bin].first + 1) % bins[bin].nr;
 }
 
 static void push(struct stack *s, uint32_t fn, uint32_t site)
@@ -413,8 +460,9 @@ static void make_host(void)
 		for (j = 0; j < (uint32_t)p->nr_threads; j++) {
 			t = strtok_r(j ? NULL : tn, "|", &save);
 			if (!t)
-				t = strrchr(p->spec->threads, '|') ? strrchr(p->spec->threads, '|') + 1 :
-								     p->spec->threads;
+				t = strrchr(p->spec->threads, '|') ?
+					    strrchr(p->spec->threads, '|') + 1 :
+					    p->spec->threads;
 			if (!j)
 				snprintf(p->tnames[j], 16, "%s", p->spec->comm);
 			else if (t[strlen(t) - 1] == '#' || t[strlen(t) - 1] == '_')
@@ -466,8 +514,9 @@ static int64_t location(struct profile *p, uint32_t frame)
 			return -ENOMEM;
 		for (i = 0; i < 20; i++)
 			sscanf(b->build_id + 2 * i, "%2hhx", &key[1 + i]);
-		b->mapping = f->bin == B_KERNEL ? profile__mapping(p, b->path, strlen(b->path) + 1, &m) :
-						  profile__mapping(p, key, sizeof(key), &m);
+		b->mapping = f->bin == B_KERNEL ?
+				     profile__mapping(p, b->path, strlen(b->path) + 1, &m) :
+				     profile__mapping(p, key, sizeof(key), &m);
 		if (b->mapping < 0)
 			return b->mapping;
 	}
@@ -500,8 +549,8 @@ struct window_stats {
 
 /* Add a sample of stack s: leaf first, its kernel frames then its user frames. With offcpu_ns,
  * an off-CPU sample: its user frames under the scheduler's, labelled with a thread state. */
-static int add_sample(struct profile *p, const struct stack *s, uint64_t count,
-		      uint64_t offcpu_ns, int64_t state, const int64_t *keys, struct window_stats *ws)
+static int add_sample(struct profile *p, const struct stack *s, uint64_t count, uint64_t offcpu_ns,
+		      int64_t state, const int64_t *keys, struct window_stats *ws)
 {
 	uint64_t locs[MAX_DEPTH + 8];
 	uint32_t n = 0, i, user = s->depth - s->kdepth, cut = 0;
@@ -510,7 +559,8 @@ static int add_sample(struct profile *p, const struct stack *s, uint64_t count,
 	int64_t id, nl = 4;
 
 	if (offcpu_ns) {
-		static const uint32_t sched[] = { 6, 7, 1, 0 }; /* __schedule ... entry_SYSCALL_64 */
+		static const uint32_t sched[] = { 6, 7, 1,
+						  0 }; /* __schedule ... entry_SYSCALL_64 */
 
 		for (i = 0; i < ARRAY_SIZE(sched); i++)
 			if ((id = location(p, (bins[B_KERNEL].first + sched[i]) << 3)) < 0)
@@ -528,7 +578,8 @@ static int add_sample(struct profile *p, const struct stack *s, uint64_t count,
 		cut = 2 + s->depth % 3;
 	for (i = user; i > cut; i--) {
 		if (i == user && (s->flags & F_UNKNOWN))
-			id = profile__placeholder(p, TAG_UNKNOWN, 0x7f0000001000ULL + s->depth * 64);
+			id = profile__placeholder(p, TAG_UNKNOWN,
+						  0x7f0000001000ULL + s->depth * 64);
 		else
 			id = location(p, s->frames[i - 1]);
 		if (id < 0)
@@ -625,7 +676,8 @@ static int build_window(uint64_t seq, uint8_t **buf, size_t *len)
 	if (o.phase)
 		phase_n = profiled / 4;
 	/* A few hundred distinct stacks, by weight; each gets a sample, the rest by weight. */
-	for (tries = 0; nc < o.stacks && nc < profiled - phase_n && tries < 20 * o.stacks; tries++) {
+	for (tries = 0; nc < o.stacks && nc < profiled - phase_n && tries < 20 * o.stacks;
+	     tries++) {
 		uint32_t s = pick(cum, nr_stacks);
 
 		if (picked[s] == window_stamp)
@@ -652,7 +704,8 @@ static int build_window(uint64_t seq, uint8_t **buf, size_t *len)
 		seen[s->proc] = window_stamp;
 		if (!err && o.offcpu && procs[s->proc].spec->kind != P_KTHREAD && below(4) == 0)
 			err = add_sample(p, s, 0, (1 + below(2000)) * NSEC_PER_MSEC,
-					 profile__string(p, states[below(10) < 8 ? 0 : 1 + below(2)]),
+					 profile__string(p,
+							 states[below(10) < 8 ? 0 : 1 + below(2)]),
 					 keys, &ws);
 	}
 	if (!err && phase_n) { /* the phase's hot spot: a leaf under the hottest stack */
@@ -675,8 +728,8 @@ static int build_window(uint64_t seq, uint8_t **buf, size_t *len)
 	snprintf(line, sizeof(line),
 		 "samples %" PRIu64 " (%.1f Hz per CPU on %" PRIu64 " CPUs): %" PRIu64
 		 " idle, 0 filtered, %" PRIu64 " profiled, 0 dropped",
-		 total, (double)total * NSEC_PER_SEC / (double)po.duration_ns / (double)o.cpus, o.cpus,
-		 idle, profiled);
+		 total, (double)total * NSEC_PER_SEC / (double)po.duration_ns / (double)o.cpus,
+		 o.cpus, idle, profiled);
 	err = profile__comment(p, line);
 	if (err)
 		goto out;
@@ -687,8 +740,8 @@ static int build_window(uint64_t seq, uint8_t **buf, size_t *len)
 			 " offcpu_switches=%" PRIu64 " offcpu_samples=%" PRIu64,
 			 ws.offcpu_samples * 40, ws.offcpu_samples);
 	snprintf(line + strlen(line), sizeof(line) - strlen(line), " profiled=%" PRIu64, profiled);
-#define FIG(key, v)                                                                              \
-	if (v)                                                                                   \
+#define FIG(key, v) \
+	if (v)      \
 		snprintf(line + strlen(line), sizeof(line) - strlen(line), " " key "=%" PRIu64, v);
 	FIG("kthread", ws.kthread)
 	FIG("truncated", ws.truncated)
@@ -764,12 +817,15 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "dir", 1, 0, 'd' },	    { "host", 1, 0, 'H' },	{ "windows", 1, 0, 'w' },
-		{ "start", 1, 0, 's' },	    { "interval", 1, 0, 'i' },	{ "cpus", 1, 0, 'c' },
-		{ "hz", 1, 0, 'z' },	    { "processes", 1, 0, 'p' }, { "stacks", 1, 0, 'S' },
-		{ "seed", 1, 0, 'r' },	    { "offcpu", 0, 0, 'o' },	{ "phase", 1, 0, 'P' },
-		{ "corrupt", 1, 0, 'C' },   { "garbage", 1, 0, 'G' },	{ "jobs", 1, 0, 'j' },
-		{ "agent-version", 1, 0, 'V' }, { "help", 0, 0, 'h' },	{ 0 }
+		{ "dir", 1, 0, 'd' },	   { "host", 1, 0, 'H' },
+		{ "windows", 1, 0, 'w' },  { "start", 1, 0, 's' },
+		{ "interval", 1, 0, 'i' }, { "cpus", 1, 0, 'c' },
+		{ "hz", 1, 0, 'z' },	   { "processes", 1, 0, 'p' },
+		{ "stacks", 1, 0, 'S' },   { "seed", 1, 0, 'r' },
+		{ "offcpu", 0, 0, 'o' },   { "phase", 1, 0, 'P' },
+		{ "corrupt", 1, 0, 'C' },  { "garbage", 1, 0, 'G' },
+		{ "jobs", 1, 0, 'j' },	   { "agent-version", 1, 0, 'V' },
+		{ "help", 0, 0, 'h' },	   { 0 }
 	};
 	uint64_t *num[128] = { ['w'] = &o.windows, ['s'] = &o.start, ['i'] = &o.interval,
 			       ['c'] = &o.cpus,	   ['z'] = &o.hz,    ['p'] = &o.processes,
@@ -789,15 +845,33 @@ int main(int argc, char **argv)
 			continue;
 		}
 		switch (c) {
-		case 'd': o.dir = optarg; break;
-		case 'H': o.host = optarg; break;
-		case 'o': o.offcpu = 1; break;
-		case 'P': o.phase = optarg; break;
-		case 'C': o.corrupt = strtoll(optarg, NULL, 10); break;
-		case 'G': o.garbage = strtoll(optarg, NULL, 10); break;
-		case 'V': o.version = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'd':
+			o.dir = optarg;
+			break;
+		case 'H':
+			o.host = optarg;
+			break;
+		case 'o':
+			o.offcpu = 1;
+			break;
+		case 'P':
+			o.phase = optarg;
+			break;
+		case 'C':
+			o.corrupt = strtoll(optarg, NULL, 10);
+			break;
+		case 'G':
+			o.garbage = strtoll(optarg, NULL, 10);
+			break;
+		case 'V':
+			o.version = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	colon = o.phase ? strchr(o.phase, ':') : NULL;

@@ -385,34 +385,41 @@ static void make_stack(struct stack *s, uint32_t pi)
 	} else if (sp->kind == P_JVM || s->thread) {
 		push(s, fn_named(B_LIBC, "__clone3"), 0);
 		push(s, fn_named(B_LIBC, "start_thread"), 0);
-		walk(s, sp->kind == P_JVM ? B_LIBJVM : (uint32_t)sp->exe, want - 6);
+		if (sp->kind == P_PYTHON) /* a threading.Thread: into the eval loop */
+			push(s, bins[B_LIBPYTHON].first + 7, 0);
+		else
+			walk(s, sp->kind == P_JVM ? B_LIBJVM : (uint32_t)sp->exe, want - 6);
 	} else {
 		push(s, fn_named((uint32_t)sp->exe, "_start"), 0);
 		push(s, fn_named(B_LIBC, "__libc_start_main_impl"), 1);
 		push(s, fn_named(B_LIBC, "__libc_start_call_main"), 0);
 		push(s, fn_named((uint32_t)sp->exe, "main"), 2);
-		if (sp->kind == P_PYTHON) {
-			for (k = 0; k < 7; k++)
+		if (sp->kind == P_PYTHON)
+			for (k = 0; k < 6; k++)
 				push(s, bins[B_LIBPYTHON].first + k, 0);
-			while (s->depth + 6 < want) { /* Python frames, then back into C */
-				walk(s, B_PY, 3 + below(8));
-				walk(s, B_LIBPYTHON, 1 + below(2));
-				push(s, fn_named(B_LIBPYTHON, "_PyEval_EvalFrameDefault"), 3);
-			}
-		} else {
+		else
 			walk(s, (uint32_t)sp->exe, want > 8 ? want - 8 : 1);
-		}
+	}
+	if (sp->kind == P_PYTHON) {
+		push(s, fn_named(B_LIBPYTHON, "_PyEval_EvalFrameDefault"), 3);
+		do { /* Python frames, then back into C */
+			walk(s, B_PY, 3 + below(8));
+			walk(s, B_LIBPYTHON, 1 + below(2));
+			push(s, fn_named(B_LIBPYTHON, "_PyEval_EvalFrameDefault"), 3);
+		} while (s->depth + 6 < want);
 	}
 	lib = below(4) && sp->libs[0] ? (uint32_t)sp->libs[below(2)] : B_LIBC;
 	walk(s, lib ? lib : B_LIBC, 1 + below(3));
 	if (below(3) == 0)
 		walk(s, B_LIBC, 1 + below(2));
 	if (below(100) < 40) { /* on CPU in the kernel: a system call, a fault, an interrupt */
+		uint32_t user = s->depth;
+
 		k = below(3);
 		push(s, bins[B_KERNEL].first + 2 * k, 0);
 		push(s, bins[B_KERNEL].first + 2 * k + 1, 0);
 		walk(s, B_KERNEL, 2 + below(7));
-		s->kdepth = 4 + below(7);
+		s->kdepth = s->depth - user;
 	}
 	if (below(100) < 3)
 		s->flags |= F_TRUNCATED;

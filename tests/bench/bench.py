@@ -1697,9 +1697,10 @@ def measure(argv, cwd=None, timeout=900):
         wall = time.monotonic() - t0
         p.returncode = 0  # reaped here: keep Popen from waiting again
         err.seek(0)
-        tail = err.read().decode(errors="replace").strip()[-600:]
+        text = err.read().decode(errors="replace").strip()
     rc = os.waitstatus_to_exitcode(status) if status != -1 else "timeout"
-    return wall, ru.ru_maxrss / 1024, rc, tail
+    # The first lines say what went wrong (a usage text follows them).
+    return wall, ru.ru_maxrss / 1024, rc, " / ".join(text.splitlines()[:2])[:300]
 
 
 def local_report(res, quick):
@@ -1774,17 +1775,19 @@ def local_report(res, quick):
         f = res.data["figures"]["report_gopprof_s"]
         res.add("report_gopprof_s", f["title"], "s", [v * scale for v in f["values"]],
                 f["command"], note=f"{len(used)} of {len(files)} files (ARG_MAX), time scaled")
-    if go and text:
-        go_s = res.data["figures"]["report_gopprof_s"]["median"]
-        res.add("report_ratio_gopprof", "ignis report time / go tool pprof time", "ratio",
-                [text[0] / go_s], "from the medians above")
-        res.add("report_rss_ratio_gopprof", "ignis report peak RSS / go tool pprof's", "ratio",
-                [text[1] / go[1]], "from the medians above")
+    go_s = res.data["figures"]["report_gopprof_s"].get("median") if go else None
+    note = None if go and text else "not available: a run above failed"
+    res.add("report_ratio_gopprof", "ignis report time / go tool pprof time", "ratio",
+            [text[0] / go_s] if note is None else [], "from the medians above", note=note)
+    res.add("report_rss_ratio_gopprof", "ignis report peak RSS / go tool pprof's", "ratio",
+            [text[1] / go[1]] if note is None else [], "from the medians above", note=note)
 
 
 # ---- 10: the README section --------------------------------------------------------------------
 
 def fmt(fig):
+    if fig.get("note", "").startswith("not available"):
+        return "not available"
     if fig.get("n", 0) == 0:
         return "n/a"
     med, lo, hi = fig["median"], fig["min"], fig["max"]
@@ -1865,6 +1868,9 @@ def report(res, quick):
     figs = res.data["figures"]
     lines = []
     for k, f in figs.items():
+        if f.get("note", "").startswith("not available"):
+            lines.append(f"{f['title']:<72} {'not available':>22} ({f['note'][15:][:120]})")
+            continue
         lines.append(f"{f['title']:<72} {fmt(f):>22} {f['unit']:<13} n={f.get('n', 0)}")
     print("\n".join(lines))
     m = res.data["machine"]

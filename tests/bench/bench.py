@@ -1700,7 +1700,7 @@ def measure(argv, cwd=None, timeout=900):
         text = err.read().decode(errors="replace").strip()
     rc = os.waitstatus_to_exitcode(status) if status != -1 else "timeout"
     # The first lines say what went wrong (a usage text follows them).
-    return wall, ru.ru_maxrss / 1024, rc, " / ".join(text.splitlines()[:2])[:300]
+    return wall, ru.ru_maxrss / 1024, rc, " / ".join([l for l in text.splitlines() if l.strip()][:2])[:300]
 
 
 def local_report(res, quick):
@@ -1859,7 +1859,8 @@ def table_rows(res, keys):
         f = res.data["figures"].get(k)
         if f:
             verdict = {True: "met", False: "**missed**"}.get(met.get(k), "")
-            rows.append(f"| {f['title']} | {fmt(f)} {f['unit']} | {f.get('target', '')} | "
+            unit = "" if fmt(f) == "not available" else f" {f['unit']}"
+            rows.append(f"| {f['title']} | {fmt(f)}{unit} | {f.get('target', '')} | "
                         f"{verdict} |")
     return rows
 

@@ -90,36 +90,23 @@ static struct binary bins[] = {
 	{ "/usr/sbin/rsyslogd", "rs_", K_C, 60, 0, "_start main" },
 };
 
-static const char *const verbs[] = { "read",  "write",	"parse",  "init",   "handle",  "process",
-				     "find",  "insert", "update", "flush",  "send",    "recv",
-				     "alloc", "free",	"hash",	  "lookup", "encode",  "decode",
-				     "copy",  "merge",	"scan",	  "sort",   "compare", "emit" };
-static const char *const nouns[] = { "request", "header", "buffer", "chunk",  "table", "index",
-				     "page",	"tuple",  "conn",   "event",  "timer", "block",
-				     "entry",	"node",	  "key",    "value",  "list",  "cache",
-				     "frame",	"packet", "file",   "stream", "state", "record" };
-static const char *const classes[] = { "ConnectionManager",
-				       "FilterChain",
-				       "Codec",
-				       "Dispatcher",
-				       "Parser",
-				       "Buffer",
-				       "Router",
-				       "Cluster",
-				       "Stream",
-				       "Heap",
-				       "Allocator",
-				       "Session",
-				       "Worker",
-				       "Scheduler",
-				       "Encoder",
-				       "G1CollectedHeap",
-				       "PhaseIdealLoop",
-				       "Compile",
-				       "Matcher",
-				       "ObjectMonitor",
-				       "SharedRuntime",
-				       "InstanceKlass" };
+/* clang-format off */
+static const char *const verbs[] = {
+	"read", "write", "parse", "init", "handle", "process", "find", "insert", "update", "flush",
+	"send", "recv", "alloc", "free", "hash", "lookup", "encode", "decode", "copy", "merge",
+	"scan", "sort", "compare", "emit" };
+static const char *const nouns[] = {
+	"request", "header", "buffer", "chunk", "table", "index", "page", "tuple", "conn", "event",
+	"timer", "block", "entry", "node", "key", "value", "list", "cache", "frame", "packet", "file",
+	"stream", "state", "record" };
+static const char *const classes[] = {
+	"ConnectionManager", "FilterChain", "Codec", "Dispatcher", "Parser", "Buffer", "Router",
+	"Cluster", "Stream", "Heap", "Allocator", "Session", "Worker", "Scheduler", "Encoder",
+	"G1CollectedHeap", "PhaseIdealLoop", "Compile", "Matcher", "ObjectMonitor", "SharedRuntime",
+	"InstanceKlass" };
+static const char *const py_modules[] = {
+	"app", "views", "models", "db", "serializers", "cache", "auth", "utils", "tasks", "handlers" };
+/* clang-format on */
 /* Argument lists, demangled and as the Itanium ABI mangles them. */
 static const char *const args[][2] = {
 	{ "()", "v" },
@@ -131,8 +118,6 @@ static const char *const args[][2] = {
 	{ "(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)",
 	  "RKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE" },
 };
-static const char *const py_modules[] = { "app",   "views", "models", "db",    "serializers",
-					  "cache", "auth",  "utils",  "tasks", "handlers" };
 
 struct func {
 	char *name, *system_name;
@@ -148,40 +133,27 @@ struct proc_spec {
 	int exe, kind, libs[4], heat;
 };
 enum { P_NATIVE, P_PYTHON, P_JVM, P_GO, P_KTHREAD };
+/* clang-format off */
 static const struct proc_spec specs[] = {
 	{ "gunicorn", "app.service", "gunicorn", B_PYTHON_EXE, P_PYTHON, { 10, 11, 14 }, 8 },
-	{ "java",
-	  "kafka.service",
-	  "GC Thread#|C2 CompilerThre|data-plane-kafk",
-	  B_JAVA,
-	  P_JVM,
-	  { 7, 12 },
-	  9 },
+	{ "java", "kafka.service", "GC Thread#|C2 CompilerThre|data-plane-kafk", B_JAVA, P_JVM,
+	  { 7, 12 }, 9 },
 	{ "postgres", "postgresql@15-main.service", "postgres", 21, P_NATIVE, { 9, 12 }, 6 },
 	{ "nginx", "nginx.service", "nginx", 20, P_NATIVE, { 10, 11, 12, 18 }, 4 },
 	{ "envoy", NULL, "wrk:worker_|envoy", 22, P_NATIVE, { 7, 10, 11, 17 }, 7 },
 	{ "node", NULL, "node|libuv-worker", 24, P_NATIVE, { 7, 10, 11, 9 }, 5 },
-	{ "redis-server",
-	  "redis-server.service",
-	  "redis-server|bio_close_file",
-	  23,
-	  P_NATIVE,
-	  { 9 },
+	{ "redis-server", "redis-server.service", "redis-server|bio_close_file", 23, P_NATIVE, { 9 },
 	  3 },
 	{ "python3", "celery.service", "python3", B_PYTHON_EXE, P_PYTHON, { 13, 19 }, 4 },
 	{ "dockerd", "docker.service", "dockerd", 27, P_GO, { 0 }, 2 },
 	{ "containerd", "containerd.service", "containerd", 28, P_GO, { 0 }, 2 },
 	{ "kworker/0:1", NULL, "kworker/0:1", 0, P_KTHREAD, { 0 }, 1 },
 	{ "sshd", "ssh.service", "sshd", 25, P_NATIVE, { 10, 11, 19 }, 1 },
-	{ "systemd-journal",
-	  "systemd-journald.service",
-	  "systemd-journal",
-	  26,
-	  P_NATIVE,
-	  { 16, 19 },
-	  1 },
+	{ "systemd-journal", "systemd-journald.service", "systemd-journal", 26, P_NATIVE,
+	  { 16, 19 }, 1 },
 	{ "rsyslogd", "rsyslog.service", "rs:main Q:Reg", 29, P_NATIVE, { 12 }, 1 },
 };
+/* clang-format on */
 
 struct proc {
 	int64_t pid;
@@ -198,24 +170,16 @@ struct stack {
 	uint32_t *frames; /* root first, user then kernel; each fn << 3 | call site */
 };
 
-struct opts {
+/* clang-format off */
+static struct opts {
 	const char *dir, *host, *version, *phase;
-	uint64_t windows, start, interval, cpus, hz, processes, stacks, seed, jobs;
+	uint64_t windows, start, interval, cpus, hz, processes, stacks, seed, jobs, gzip_level;
 	int offcpu;
 	int64_t corrupt, garbage;
-} o = { .host = "busy-host",
-	.version = IGNIS_VERSION_SHORT,
-	.windows = 1,
-	.start = 1767225600,
-	.interval = 10,
-	.cpus = 2,
-	.hz = 100,
-	.processes = 40,
-	.stacks = 300,
-	.seed = 1,
-	.jobs = 1,
-	.corrupt = -1,
-	.garbage = -1 };
+} o = { .host = "busy-host", .version = IGNIS_VERSION_SHORT, .windows = 1, .start = 1767225600,
+	.interval = 10, .cpus = 2, .hz = 100, .processes = 40, .stacks = 300, .seed = 1, .jobs = 1,
+	.gzip_level = 6, .corrupt = -1, .garbage = -1 };
+/* clang-format on */
 
 static struct func *funcs;
 static uint32_t nr_funcs, phase_fn[2];
@@ -336,11 +300,11 @@ static uint32_t fn_named(uint32_t bin, const char *name)
 	exit(2);
 }
 
-/* A callee of fn in bin: a few per caller, so stacks share their paths as real ones do. */
-static uint32_t callee(uint32_t fn, uint32_t bin, uint32_t *site)
+/* A callee of fn in bin: a few per caller, fewer near the root, so that stacks share their
+ * outer paths and part near the leaves, as real ones do. */
+static uint32_t callee(uint32_t fn, uint32_t bin, uint32_t depth, uint32_t *site)
 {
-	uint32_t k = below(8) < 5 ? 0 : below(4);
-
+	uint32_t k = below(16) < (depth < 12 ? 15 : 10) ? 0 : below(4);
 	uint32_t to = bins[bin].first + (uint32_t)(mix(fn * 31ULL + k) % bins[bin].nr);
 
 	*site = k;
@@ -357,7 +321,7 @@ static void walk(struct stack *s, uint32_t bin, uint32_t n)
 	uint32_t fn = s->depth ? s->frames[s->depth - 1] >> 3 : bins[bin].first, site;
 
 	while (n--) {
-		fn = callee(fn, bin, &site);
+		fn = callee(fn, bin, s->depth, &site);
 		push(s, fn, site);
 	}
 }
@@ -761,7 +725,7 @@ static int build_window(uint64_t seq, uint8_t **buf, size_t *len)
 #undef FIG
 	err = profile__comment(p, line);
 	if (!err)
-		err = pprof_encode(p, 6, buf, len);
+		err = pprof_encode(p, (int)o.gzip_level, buf, len);
 out:
 	profile__free(p);
 	return err;
@@ -823,20 +787,30 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "dir", 1, 0, 'd' },	   { "host", 1, 0, 'H' },
-		{ "windows", 1, 0, 'w' },  { "start", 1, 0, 's' },
-		{ "interval", 1, 0, 'i' }, { "cpus", 1, 0, 'c' },
-		{ "hz", 1, 0, 'z' },	   { "processes", 1, 0, 'p' },
-		{ "stacks", 1, 0, 'S' },   { "seed", 1, 0, 'r' },
-		{ "offcpu", 0, 0, 'o' },   { "phase", 1, 0, 'P' },
-		{ "corrupt", 1, 0, 'C' },  { "garbage", 1, 0, 'G' },
-		{ "jobs", 1, 0, 'j' },	   { "agent-version", 1, 0, 'V' },
-		{ "help", 0, 0, 'h' },	   { 0 }
+	static const struct option lo[] = { { "dir", 1, 0, 'd' },
+					    { "host", 1, 0, 'H' },
+					    { "windows", 1, 0, 'w' },
+					    { "start", 1, 0, 's' },
+					    { "interval", 1, 0, 'i' },
+					    { "cpus", 1, 0, 'c' },
+					    { "hz", 1, 0, 'z' },
+					    { "processes", 1, 0, 'p' },
+					    { "stacks", 1, 0, 'S' },
+					    { "seed", 1, 0, 'r' },
+					    { "offcpu", 0, 0, 'o' },
+					    { "phase", 1, 0, 'P' },
+					    { "corrupt", 1, 0, 'C' },
+					    { "garbage", 1, 0, 'G' },
+					    { "jobs", 1, 0, 'j' },
+					    { "gzip-level", 1, 0, 'g' },
+					    { "agent-version", 1, 0, 'V' },
+					    { "help", 0, 0, 'h' },
+					    { 0 } };
+	uint64_t *num[128] = {
+		['w'] = &o.windows, ['s'] = &o.start,	  ['i'] = &o.interval, ['c'] = &o.cpus,
+		['z'] = &o.hz,	    ['p'] = &o.processes, ['S'] = &o.stacks,   ['r'] = &o.seed,
+		['j'] = &o.jobs,    ['g'] = &o.gzip_level
 	};
-	uint64_t *num[128] = { ['w'] = &o.windows, ['s'] = &o.start, ['i'] = &o.interval,
-			       ['c'] = &o.cpus,	   ['z'] = &o.hz,    ['p'] = &o.processes,
-			       ['S'] = &o.stacks,  ['r'] = &o.seed,  ['j'] = &o.jobs };
 	char *end, *colon;
 	uint64_t seq, j, hot = 0;
 	int c, status, failed = 0;
@@ -883,7 +857,8 @@ int main(int argc, char **argv)
 	}
 	colon = o.phase ? strchr(o.phase, ':') : NULL;
 	if (!o.dir || optind < argc || !o.hz || !o.cpus || !o.interval || !o.processes ||
-	    !o.stacks || !o.jobs || (o.phase && (!colon || colon == o.phase || !colon[1]))) {
+	    !o.stacks || !o.jobs || !o.gzip_level || o.gzip_level > 9 ||
+	    (o.phase && (!colon || colon == o.phase || !colon[1]))) {
 		usage(stderr);
 		return 2;
 	}

@@ -687,6 +687,7 @@ static int build_window(uint64_t seq, uint8_t **buf, size_t *len)
 		s.frames = frames;
 		s.depth -= s.kdepth;
 		s.kdepth = 0;
+		s.flags = 0;
 		push(&s, phase_fn[seq >= o.windows / 2], 0);
 		err = add_sample(p, &s, phase_n, 0, 0, keys, &ws);
 	}

@@ -530,8 +530,8 @@ static int add_sample(struct profile *p, const struct stack *s, uint64_t count, 
 	int64_t id, nl = 4;
 
 	if (offcpu_ns) {
-		static const uint32_t sched[] = { 6, 7, 1,
-						  0 }; /* __schedule ... entry_SYSCALL_64 */
+		/* __schedule, schedule, do_syscall_64, entry_SYSCALL_64_after_hwframe */
+		static const uint32_t sched[] = { 6, 7, 1, 0 };
 
 		for (i = 0; i < ARRAY_SIZE(sched); i++)
 			if ((id = location(p, (bins[B_KERNEL].first + sched[i]) << 3)) < 0)
@@ -778,12 +778,14 @@ static void usage(FILE *f)
 		"usage: mkwindows --dir DIR [--host NAME] [--windows N] [--start UNIX_SECONDS]\n"
 		"                 [--interval SECONDS] [--cpus N] [--hz N] [--processes N]\n"
 		"                 [--stacks N] [--seed N] [--offcpu] [--phase FUNC_A:FUNC_B]\n"
-		"                 [--corrupt SEQ] [--garbage SEQ] [--jobs N] [--agent-version V]\n"
+		"                 [--corrupt SEQ] [--garbage SEQ] [--jobs N] [--gzip-level 1-9]\n"
+		"                 [--agent-version V]\n"
 		"Window files of a made-up busy host, as the agent writes them: seq 0..N-1 from\n"
 		"--start (default 2026-01-01T00:00:00Z). --stacks: distinct stacks per window (pool:\n"
 		"8 times that). --phase: a hot leaf FUNC_A under the hottest stack in the first half\n"
 		"of the windows, FUNC_B in the second (a quarter of the samples). --corrupt: that\n"
-		"window's file cut in half; --garbage: its bytes random. Same seed, same files.\n");
+		"window's file cut in half; --garbage: its bytes random. --jobs: processes writing.\n"
+		"--gzip-level: 6 as the agent. Same options and seed, same files.\n");
 }
 
 int main(int argc, char **argv)

@@ -421,25 +421,24 @@ static void make_host(void)
 	procs = xcalloc(o.processes, sizeof(*procs));
 	for (i = 0; i < o.processes; i++) {
 		struct proc *p = &procs[i];
-		char tn[128];
-		const char *t;
+		char tn[128], *t;
+		uint32_t k;
 
 		p->spec = &specs[i % ARRAY_SIZE(specs)];
 		p->pid = (i ? procs[i - 1].pid : 700) + 1 + below(3000);
 		p->nr_threads = p->spec->kind == P_KTHREAD ? 1 : 1 + (int)below(8);
-		snprintf(tn, sizeof(tn), "%s", p->spec->threads);
-		for (j = 0; j < (uint32_t)p->nr_threads; j++) {
-			t = strtok_r(j ? NULL : tn, "|", &save);
-			if (!t)
-				t = strrchr(p->spec->threads, '|') ?
-					    strrchr(p->spec->threads, '|') + 1 :
-					    p->spec->threads;
-			if (!j)
-				snprintf(p->tnames[j], 16, "%s", p->spec->comm);
-			else if (t[strlen(t) - 1] == '#' || t[strlen(t) - 1] == '_')
+		/* Thread 0 is the process's comm, the others the spec's names in turn ("GC
+		 * Thread#" numbered). */
+		snprintf(p->tnames[0], 16, "%s", p->spec->comm);
+		for (j = 1; j < (uint32_t)p->nr_threads; j++) {
+			snprintf(tn, sizeof(tn), "%s|", p->spec->threads);
+			for (t = tn, k = 1 + j % 3; --k && strchr(t, '|')[1];)
+				t = strchr(t, '|') + 1;
+			*strchr(t, '|') = '\0';
+			if (strchr("#_", t[strlen(t) - 1]))
 				snprintf(p->tnames[j], 16, "%.12s%u", t, (j - 1) & 7);
 			else
-				snprintf(p->tnames[j], 16, "%s", t);
+				snprintf(p->tnames[j], 16, "%.15s", t);
 		}
 	}
 	nr_stacks = (uint32_t)o.stacks * 8;
@@ -605,6 +604,8 @@ static int build_window(uint64_t seq, uint8_t **buf, size_t *len)
 	static uint32_t *picked, *counts, *chosen, *seen;
 	static double *ccum;
 	static const char *const states[] = { "sleeping", "uninterruptible", "runnable" };
+	static const char *const key_names[] = { "pid",		"tid",		"comm",
+						 "thread_name", "thread_state", "unit" };
 	struct profile_opts po = { .types = o.offcpu ? PROFILE_CPU_OFFCPU : PROFILE_CPU };
 	struct window_stats ws = { 0 };
 	uint64_t total, idle, profiled, phase_n = 0, i, nc = 0, tries, nproc = 0;
@@ -631,17 +632,13 @@ static int build_window(uint64_t seq, uint8_t **buf, size_t *len)
 		return -errno;
 	for (i = 0; i < ARRAY_SIZE(bins); i++)
 		bins[i].mapping = 0;
-	keys[0] = profile__string(p, "pid");
-	keys[1] = profile__string(p, "tid");
-	keys[2] = profile__string(p, "comm");
-	keys[3] = profile__string(p, "thread_name");
-	keys[4] = profile__string(p, "thread_state");
-	keys[5] = profile__string(p, "unit");
-	if (keys[5] < 0) {
-		err = -ENOMEM;
-		goto out;
-	}
-	total = o.hz * o.interval * o.cpus - below(3);
+	for (i = 0; i < ARRAY_SIZE(keys); i++) /* window.c's order, then image labels' */
+		if ((keys[i] = profile__string(p, key_names[i])) < 0) {
+			err = (int)keys[i];
+			goto out;
+		}
+	total = o.hz * o.interval * o.cpus;
+	total -= total > 100 ? below(3) : 0; /* a window is a few ms longer or shorter */
 	idle = total * (10 + below(31)) / 100;
 	profiled = total - idle;
 	if (o.phase)

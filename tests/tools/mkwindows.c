@@ -10,6 +10,7 @@
  * (depth 10-40) with Zipf weights. Each window is seeded by (seed, seq) alone, so a file is
  * the same whatever --windows or --jobs. See usage() for the options.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -743,11 +744,8 @@ static int write_window(uint64_t seq)
 	if (err)
 		return err;
 	for (i = 0; o.host[i] && i < sizeof(host) - 1; i++) /* as sink_file.c */
-		host[i] = strchr("-.", o.host[i]) || (o.host[i] >= 'a' && o.host[i] <= 'z') ||
-					  (o.host[i] >= 'A' && o.host[i] <= 'Z') ||
-					  (o.host[i] >= '0' && o.host[i] <= '9') ?
-				  o.host[i] :
-				  '_';
+		host[i] = isalnum((unsigned char)o.host[i]) || strchr("-.", o.host[i]) ? o.host[i] :
+											 '_';
 	host[i] = '\0';
 	t = (time_t)((o.start + seq * o.interval));
 	gmtime_r(&t, &tm);
@@ -787,32 +785,22 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = { { "dir", 1, 0, 'd' },
-					    { "host", 1, 0, 'H' },
-					    { "windows", 1, 0, 'w' },
-					    { "start", 1, 0, 's' },
-					    { "interval", 1, 0, 'i' },
-					    { "cpus", 1, 0, 'c' },
-					    { "hz", 1, 0, 'z' },
-					    { "processes", 1, 0, 'p' },
-					    { "stacks", 1, 0, 'S' },
-					    { "seed", 1, 0, 'r' },
-					    { "offcpu", 0, 0, 'o' },
-					    { "phase", 1, 0, 'P' },
-					    { "corrupt", 1, 0, 'C' },
-					    { "garbage", 1, 0, 'G' },
-					    { "jobs", 1, 0, 'j' },
-					    { "gzip-level", 1, 0, 'g' },
-					    { "agent-version", 1, 0, 'V' },
-					    { "help", 0, 0, 'h' },
-					    { 0 } };
+	/* clang-format off */
+	static const struct option lo[] = {
+		{ "dir", 1, 0, 'd' }, { "host", 1, 0, 'H' }, { "windows", 1, 0, 'w' },
+		{ "start", 1, 0, 's' }, { "interval", 1, 0, 'i' }, { "cpus", 1, 0, 'c' },
+		{ "hz", 1, 0, 'z' }, { "processes", 1, 0, 'p' }, { "stacks", 1, 0, 'S' },
+		{ "seed", 1, 0, 'r' }, { "offcpu", 0, 0, 'o' }, { "phase", 1, 0, 'P' },
+		{ "corrupt", 1, 0, 'C' }, { "garbage", 1, 0, 'G' }, { "jobs", 1, 0, 'j' },
+		{ "gzip-level", 1, 0, 'g' }, { "agent-version", 1, 0, 'V' }, { "help", 0, 0, 'h' },
+		{ 0 } };
 	uint64_t *num[128] = {
-		['w'] = &o.windows, ['s'] = &o.start,	  ['i'] = &o.interval, ['c'] = &o.cpus,
-		['z'] = &o.hz,	    ['p'] = &o.processes, ['S'] = &o.stacks,   ['r'] = &o.seed,
-		['j'] = &o.jobs,    ['g'] = &o.gzip_level
-	};
+		['w'] = &o.windows, ['s'] = &o.start, ['i'] = &o.interval, ['c'] = &o.cpus,
+		['z'] = &o.hz, ['p'] = &o.processes, ['S'] = &o.stacks, ['r'] = &o.seed,
+		['j'] = &o.jobs, ['g'] = &o.gzip_level };
+	/* clang-format on */
 	char *end, *colon;
-	uint64_t seq, j, hot = 0;
+	uint64_t seq, j, hot;
 	int c, status, failed = 0;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -825,35 +813,17 @@ int main(int argc, char **argv)
 			}
 			continue;
 		}
-		switch (c) {
-		case 'd':
-			o.dir = optarg;
-			break;
-		case 'H':
-			o.host = optarg;
-			break;
-		case 'o':
-			o.offcpu = 1;
-			break;
-		case 'P':
-			o.phase = optarg;
-			break;
-		case 'C':
-			o.corrupt = strtoll(optarg, NULL, 10);
-			break;
-		case 'G':
-			o.garbage = strtoll(optarg, NULL, 10);
-			break;
-		case 'V':
-			o.version = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+		switch (c) { /* clang-format off */
+		case 'd': o.dir = optarg; break;
+		case 'H': o.host = optarg; break;
+		case 'o': o.offcpu = 1; break;
+		case 'P': o.phase = optarg; break;
+		case 'C': o.corrupt = strtoll(optarg, NULL, 10); break;
+		case 'G': o.garbage = strtoll(optarg, NULL, 10); break;
+		case 'V': o.version = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		} /* clang-format on */
 	}
 	colon = o.phase ? strchr(o.phase, ':') : NULL;
 	if (!o.dir || optind < argc || !o.hz || !o.cpus || !o.interval || !o.processes ||
@@ -864,9 +834,10 @@ int main(int argc, char **argv)
 	}
 	make_host();
 	/* The hottest user stack, copied past the pool's end for the phase samples. */
-	for (j = 0; j < nr_stacks; j++)
+	for (j = 0, hot = 0; j < nr_stacks; j++)
 		if (procs[stacks[j].proc].spec->kind != P_KTHREAD &&
-		    stacks[j].weight > stacks[hot].weight)
+		    (procs[stacks[hot].proc].spec->kind == P_KTHREAD ||
+		     stacks[j].weight > stacks[hot].weight))
 			hot = j;
 	stacks = realloc(stacks, (nr_stacks + 1) * sizeof(*stacks));
 	if (!stacks)

@@ -237,8 +237,11 @@ static uint32_t add_func(uint32_t bin, const char *name, const char *system_name
 			 py_modules[below(ARRAY_SIZE(py_modules))]);
 		f->file = xstrdup(file);
 	} else if (b->debug) {
-		snprintf(file, sizeof(file), "src/%s_%s.c%s", verbs[below(ARRAY_SIZE(verbs))],
-			 nouns[below(ARRAY_SIZE(nouns))], b->kind == K_CXX ? "c" : "");
+		snprintf(file, sizeof(file), "src/%s_%s.%s", verbs[below(ARRAY_SIZE(verbs))],
+			 nouns[below(ARRAY_SIZE(nouns))],
+			 b->kind == K_CXX ? "cc" :
+			 b->kind == K_GO  ? "go" :
+					    "c");
 		f->file = xstrdup(file);
 	}
 	if (b->debug)

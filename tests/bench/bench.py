@@ -1672,13 +1672,13 @@ def offcpu(res, quick):
     log("offcpu: " + ", ".join(took))
 
 
-# ---- 11: local analysis (ignis report / ignis diff over a day of windows) ---------------------
+# ---- 10: local analysis (ignis report / ignis diff over a day of windows) ---------------------
 
 MKWINDOWS = os.path.join(BUILD, "tests", "mkwindows")
 
 
 def measure(argv, cwd=None, timeout=900):
-    """Run one child alone: (wall s, peak RSS MiB of that child, rc, stderr tail). Peak RSS
+    """Run one child alone: (wall s, peak RSS MiB of that child, rc, stderr's first lines). Peak RSS
     comes from os.wait4's rusage, which covers this child only (its own children too)."""
     with tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
@@ -1699,8 +1699,9 @@ def measure(argv, cwd=None, timeout=900):
         err.seek(0)
         text = err.read().decode(errors="replace").strip()
     rc = os.waitstatus_to_exitcode(status) if status != -1 else "timeout"
-    # The first lines say what went wrong (a usage text follows them).
-    return wall, ru.ru_maxrss / 1024, rc, " / ".join([l for l in text.splitlines() if l.strip()][:2])[:300]
+    # The first lines say what went wrong (a usage text may follow them).
+    first = " / ".join([line for line in text.splitlines() if line.strip()][:2])
+    return wall, ru.ru_maxrss / 1024, rc, first[:300]
 
 
 def local_report(res, quick):
@@ -1786,7 +1787,7 @@ def local_report(res, quick):
             [text[1] / go[1]] if note is None else [], "from the medians above", note=note)
 
 
-# ---- 10: the README section --------------------------------------------------------------------
+# ---- 11: the README section --------------------------------------------------------------------
 
 def fmt(fig):
     if fig.get("note", "").startswith("not available"):

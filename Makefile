@@ -257,7 +257,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory test-all
 
 # QUICK=1 for a shorter run (600 s here); BENCH_ONLY=overhead,bpf,agent,window,upload,symbols,
-# unwind,python for some sections.
+# unwind,python,offcpu,report for some sections.
 bench: deps
 	$(Q)$(MAKE) --no-print-directory bench-run
 

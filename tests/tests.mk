@@ -251,6 +251,7 @@ $(FIXTURE_DIR)/%.buildid: $(FIXTURE_DIR)/%
 UNIT_TESTS_WITH_DEPS := $(foreach t,$(UNIT_TESTS),unit_deps_$(t)=tests/unit/$(t).c)
 LINKED_TOOLS := tool_deps_pprof_dump=tests/tools/pprof_dump.c \
 		tool_deps_html_page=tests/tools/html_page.c \
+		tool_deps_mkwindows=tests/tools/mkwindows.c \
 		tool_deps_unwind_dump=tests/tools/unwind_dump.c \
 		tool_deps_lifecycle=tests/integration/lifecycle.c \
 		tool_deps_sym_bench=tests/bench/sym_bench.c \
@@ -268,7 +269,7 @@ ifeq ($(filter deps deps-apt clean,$(MAKECMDGOALS)),)
 endif
 
 # ---- Tools ------------------------------------------------------------------------------------
-TOOLS := pprof_dump unwind_dump lifecycle html_page
+TOOLS := pprof_dump mkwindows unwind_dump lifecycle html_page
 TOOL_BINS := $(TOOLS:%=$(TEST_BUILD)/%)
 
 $(TOOL_BINS): $(TEST_BUILD)/%: $$(wildcard tests/tools/%.c tests/integration/%.c) \
@@ -351,7 +352,7 @@ $(BENCH_DIR)/unwind_many/unwind_many_%: tests/bench/unwind_many.c
 	$(Q)$(CC) $(UNWIND_BENCH_CFLAGS) -fomit-frame-pointer -DVARIANT=$* -o $@ $<
 
 # The upload section runs test workloads (hot2) as its load.
-bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump $(WORKLOADS)
+bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump $(TEST_BUILD)/mkwindows $(WORKLOADS)
 
 bench-run: bench-build
 	$(Q)$(PYTHON) tests/bench/bench.py $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
@@ -425,7 +426,8 @@ fuzz: deps
 
 # ---- Everything -------------------------------------------------------------------------------
 TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) $(FUZZ_BINS) \
-		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/lifecycle $(TEST_BUILD)/html_page
+		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/mkwindows $(TEST_BUILD)/lifecycle \
+		$(TEST_BUILD)/html_page
 
 test-build: $(TEST_PREREQS)
 

@@ -1672,9 +1672,126 @@ def offcpu(res, quick):
     log("offcpu: " + ", ".join(took))
 
 
-# ---- 10: the README section --------------------------------------------------------------------
+# ---- 10: local analysis (ignis report / ignis diff over a day of windows) ---------------------
+
+MKWINDOWS = os.path.join(BUILD, "tests", "mkwindows")
+
+
+def measure(argv, cwd=None, timeout=900):
+    """Run one child alone: (wall s, peak RSS MiB of that child, rc, stderr's first lines). Peak RSS
+    comes from os.wait4's rusage, which covers this child only (its own children too)."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = t0 + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                status = -1
+                break
+            time.sleep(0.02)
+        wall = time.monotonic() - t0
+        p.returncode = 0  # reaped here: keep Popen from waiting again
+        err.seek(0)
+        text = err.read().decode(errors="replace").strip()
+    rc = os.waitstatus_to_exitcode(status) if status != -1 else "timeout"
+    # The first lines say what went wrong (a usage text may follow them).
+    first = " / ".join([line for line in text.splitlines() if line.strip()][:2])
+    return wall, ru.ru_maxrss / 1024, rc, first[:300]
+
+
+def local_report(res, quick):
+    """`ignis report` over a day of windows of a busy host (8,640 files; QUICK: 1,440) made by
+    mkwindows, beside `go tool pprof -top` over the same files; `report --format html` and
+    `ignis diff` of the first half against the second. Until the command exists a failure is
+    printed as "not available" with its stderr, and the section goes on."""
+    n = 1440 if quick else 8640
+    reps = 1 if quick else 3
+    folder = os.path.join(TMP, "windows")
+    os.makedirs(folder)
+    # gzip level 1 rather than the agent's 6: the same profiles, 10 % larger files, made twice
+    # as fast (zlib's deflate is most of mkwindows' time); inflating them costs the same.
+    gen = [MKWINDOWS, "--dir", folder, "--windows", str(n), "--seed", "1", "--jobs", str(NCPU),
+           "--gzip-level", "1"]
+    t0 = time.monotonic()
+    subprocess.run(gen, check=True, timeout=1800)
+    gen_s = time.monotonic() - t0
+    files = sorted(os.listdir(folder))
+    size = sum(os.path.getsize(os.path.join(folder, f)) for f in files)
+    res.add("report_gen_s", f"mkwindows: {n} window files ({NCPU} jobs, gzip -1)", "s", [gen_s],
+            " ".join(gen))
+    res.add("report_files_mib", f"  their size ({size / len(files) / 1024:.0f} KiB a file)",
+            "MiB", [size / 2**20], f"du {folder}")
+    log(f"report: {n} files, {size / 2**20:.0f} MiB, made in {gen_s:.1f} s")
+
+    def figure(key, title, argv, cwd=None, target_s=None, target_mib=None, runs=reps):
+        walls, rss, failure = [], [], None
+        for _ in range(runs):
+            wall, mib, rc, tail = measure(argv, cwd=cwd)
+            if rc != 0:
+                failure = f"exit {rc}: {tail}"
+                break
+            walls.append(wall)
+            rss.append(mib)
+        cmd = " ".join(argv if len(argv) < 12 else argv[:8] + [f"... ({len(argv) - 8} more)"])
+        note = f"not available: {failure}" if failure else None
+        res.add(f"{key}_s", title, "s", walls, cmd, target=target_s, note=note)
+        res.add(f"{key}_rss_mib", "  peak RSS", "MiB", rss, cmd, target=target_mib, note=note)
+        if failure:
+            log(f"report: {title}: not available ({failure})")
+            return None
+        log(f"report: {title}: {statistics.median(walls):.2f} s, "
+            f"{statistics.median(rss):.0f} MiB")
+        return statistics.median(walls), statistics.median(rss)
+
+    text = figure("report_text", f"ignis report --format text, {n} files", [
+        IGNIS, "report", "--format", "text", folder], target_s="< 5 s", target_mib="< 200 MiB")
+    figure("report_html", f"ignis report --format html, {n} files",
+           [IGNIS, "report", "--format", "html", "-o", "/dev/null", folder])
+    base, new = os.path.join(TMP, "base"), os.path.join(TMP, "new")
+    for d, part in ((base, files[: n // 2]), (new, files[n // 2:])):
+        os.makedirs(d)
+        for f in part:
+            os.link(os.path.join(folder, f), os.path.join(d, f))
+    figure("report_diff", f"ignis diff, {n // 2} files against {n - n // 2}",
+           [IGNIS, "diff", base, new])
+
+    # go tool pprof merges every file named; relative names keep the argument list short.
+    # Past ARG_MAX, a share of the files and its time scaled up (said in the figure's note).
+    gopprof = shutil.which("go")
+    if not gopprof:
+        log("report: go tool pprof: not available (no go; Debian's golang-go)")
+        return
+    room = os.sysconf("SC_ARG_MAX") // 2
+    used = files
+    while sum(len(f) + 9 for f in used) > room:
+        used = used[: len(used) // 2]
+    scale = len(files) / len(used)
+    go = figure("report_gopprof", f"go tool pprof -top, {len(used)} files" +
+                (f" (time x{scale:g})" if scale > 1 else ""),
+                [gopprof, "tool", "pprof", "-top", "-nodecount=20", "-symbolize=none"] + used,
+                cwd=folder, runs=1)
+    if go and scale > 1:
+        f = res.data["figures"]["report_gopprof_s"]
+        res.add("report_gopprof_s", f["title"], "s", [v * scale for v in f["values"]],
+                f["command"], note=f"{len(used)} of {len(files)} files (ARG_MAX), time scaled")
+    go_s = res.data["figures"]["report_gopprof_s"].get("median") if go else None
+    note = None if go and text else "not available: a run above failed"
+    res.add("report_ratio_gopprof", "ignis report time / go tool pprof time", "ratio",
+            [text[0] / go_s] if note is None else [], "from the medians above", note=note)
+    res.add("report_rss_ratio_gopprof", "ignis report peak RSS / go tool pprof's", "ratio",
+            [text[1] / go[1]] if note is None else [], "from the medians above", note=note)
+
+
+# ---- 11: the README section --------------------------------------------------------------------
 
 def fmt(fig):
+    if fig.get("note", "").startswith("not available"):
+        return "not available"
     if fig.get("n", 0) == 0:
         return "n/a"
     med, lo, hi = fig["median"], fig["min"], fig["max"]
@@ -1733,6 +1850,9 @@ def verdicts(res):
     at_most("py_flask_rps_loss", 1)
     at_most("offcpu_pipe_loss", 1)
     at_most("offcpu_bpf_ns_switch", 300)
+    below = lambda key, limit: rule(key, med(key) is not None and med(key) < limit)
+    below("report_text_s", 5)
+    below("report_text_rss_mib", 200)
     return out
 
 
@@ -1743,7 +1863,8 @@ def table_rows(res, keys):
         f = res.data["figures"].get(k)
         if f:
             verdict = {True: "met", False: "**missed**"}.get(met.get(k), "")
-            rows.append(f"| {f['title']} | {fmt(f)} {f['unit']} | {f.get('target', '')} | "
+            unit = "" if fmt(f) == "not available" else f" {f['unit']}"
+            rows.append(f"| {f['title']} | {fmt(f)}{unit} | {f.get('target', '')} | "
                         f"{verdict} |")
     return rows
 
@@ -1752,6 +1873,9 @@ def report(res, quick):
     figs = res.data["figures"]
     lines = []
     for k, f in figs.items():
+        if f.get("note", "").startswith("not available"):
+            lines.append(f"{f['title']:<72} {'not available':>22} ({f['note'][15:][:120]})")
+            continue
         lines.append(f"{f['title']:<72} {fmt(f):>22} {f['unit']:<13} n={f.get('n', 0)}")
     print("\n".join(lines))
     m = res.data["machine"]
@@ -1793,6 +1917,9 @@ def report(res, quick):
          [k for k in figs if k.startswith("py_")]),
         ("Off-CPU time: a switch-heavy load (perf bench sched pipe), BPF cost, memory",
          [k for k in figs if k.startswith("offcpu_")]),
+        ("Local analysis: `ignis report` and `ignis diff` over a day of windows of a busy "
+         "host (tests/tools/mkwindows), beside `go tool pprof -top`",
+         [k for k in figs if k.startswith("report_")]),
         ("Accuracy and loss",
          [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
           for x in ("share_error_pooled", "share_error", "complete_stacks")] +
@@ -1826,7 +1953,8 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only",
                         help="comma-separated sections: "
-                        "overhead,bpf,agent,window,upload,symbols,unwind,python,offcpu")
+                        "overhead,bpf,agent,window,upload,symbols,unwind,python,offcpu,"
+                        "report")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite the README section from build/bench/results.json")
@@ -1838,7 +1966,7 @@ def main():
         update_readme(report(res, res.data.get("quick", False)))
         return
     every = {"overhead", "bpf", "agent", "window", "upload", "symbols", "unwind", "python",
-             "offcpu"}
+             "offcpu", "report"}
     only = set(args.only.split(",")) if args.only else every
     if os.geteuid() != 0:
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
@@ -1863,6 +1991,8 @@ def main():
             python(res, args.quick)
         if "offcpu" in only:
             offcpu(res, args.quick)
+        if "report" in only:
+            local_report(res, args.quick)
     finally:
         reap()
         shutil.rmtree(TMP, ignore_errors=True)

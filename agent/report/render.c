@@ -815,7 +815,8 @@ int report_render_html(FILE *out, const struct report *r, const struct render_op
 		summarize(r, &s);
 		snprintf(title, sizeof(title), "ignis %s profile%s%s, %s to %s UTC",
 			 r->type == REPORT_CPU ? "CPU" : "off-CPU", s.nr_hosts == 1 ? ": " : "",
-			 s.nr_hosts == 1 ? s.hosts[0].name : "", render_time(s.start_ns, t1, sizeof(t1)),
+			 s.nr_hosts == 1 ? s.hosts[0].name : "",
+			 render_time(s.start_ns, t1, sizeof(t1)),
 			 render_time(s.end_ns, t2, sizeof(t2)));
 		c.title = title;
 	}

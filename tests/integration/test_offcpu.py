@@ -58,14 +58,28 @@ def window_counters(agent):
 
 
 def judge_threads(profiles, pid, threads, pct):
-    """Every thread's off-CPU time within pct % (plus two periods) of its wall - CPU time."""
+    """Every thread's off-CPU time within pct % (plus two periods) of its wall - CPU time,
+    from below; from above, within the same margin of the larger of wall - CPU and the time
+    the thread measured around its blocking calls plus the time it was preempted.
+
+    Why two references: the thread's CPU clock starts a woken thread's time from its
+    run queue's clock, a few microseconds before the switch that the off-CPU time ends at
+    (on the 2-vCPU VMs here, 2-5 us a wakeup). The same microseconds then count as CPU and
+    as off-CPU, so for a thread that blocks 30,000 times a second wall - CPU falls 10-15 %
+    short of its time off CPU (a clean run: ping-pong 2,966 ms off CPU, wall - CPU 2,522,
+    its own clock around read() 3,091). The time around the blocking calls is an upper
+    bound that no such skew touches: a thread is off CPU in a wait only inside the call.
+    """
     for t in threads:
         want = t["wall_ns"] - t["cpu_ns"]
         got = offcpu_ns(profiles, pid=pid, tid=t["tid"])
+        runnable = offcpu_ns(profiles, pid=pid, tid=t["tid"], thread_state="runnable")
         margin = want * pct / 100 + 2 * PERIOD_MS * 1e6
-        check(abs(got - want) <= margin,
-              f"thread {t['tid']}: off-CPU {got / 1e6:.1f} ms, wall - CPU {want / 1e6:.1f} ms "
-              f"(margin {margin / 1e6:.1f} ms): {t}")
+        high = max(want, t["wait_ns"] + runnable)
+        check(want - margin <= got <= high + margin,
+              f"thread {t['tid']}: off-CPU {got / 1e6:.1f} ms, wall - CPU {want / 1e6:.1f} ms, "
+              f"waits it measured + preempted {high / 1e6:.1f} ms (margin {margin / 1e6:.1f} "
+              f"ms): {t}")
 
 
 def no_sample_over_window(profiles, **labels):

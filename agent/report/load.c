@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,43 +125,56 @@ static void drop_last(struct report *r)
 	r->nr_pairs = w->first_pair;
 }
 
-/* Read one file; a bad one is said on err and counted. Returns 0 or -ENOMEM. */
-static int load_file(struct report *r, int dirfd, const char *name, const char *path,
-		     const struct report_select *sel, uint32_t side, FILE *err,
-		     struct report_load_stats *st)
+/* A file as read and decoded, off the main thread. */
+struct decoded {
+	bool done;
+	bool unreadable; /* err is of reading the file, not of decoding it */
+	int err;
+	const char *why;
+	struct profile *p;
+};
+
+static void decode_one(int dirfd, const char *name, struct decoded *out)
 {
-	struct profile *p = NULL;
-	const char *why = NULL;
-	uint8_t *buf;
+	uint8_t *buf = NULL;
 	size_t len = 0;
-	int ret;
+
+	out->err = read_file(dirfd, name, &buf, &len);
+	out->unreadable = out->err != 0;
+	if (!out->err)
+		out->err = pprof_decode(buf, len, &out->p, &out->why);
+	free(buf);
+}
+
+/* Say and count a bad file, or add a good one (and merge it) when the selection keeps it.
+ * Returns 0 or -ENOMEM. */
+static int consume(struct report *r, struct decoded *d, const char *path,
+		   const struct report_select *sel, uint32_t side, FILE *err,
+		   struct report_load_stats *st)
+{
+	int ret = 0;
 
 	st->files++;
-	ret = read_file(dirfd, name, &buf, &len);
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret) {
+	if (d->err == -ENOMEM)
+		return -ENOMEM;
+	if (d->unreadable) {
 		fprintf(err, "ignis: %s: skipped: %s\n", path,
-			ret == -E2BIG ? "larger than 256 MiB" : strerror(-ret));
+			d->err == -E2BIG ? "larger than 256 MiB" : strerror(-d->err));
 		st->bad++;
 		return 0;
 	}
-	ret = pprof_decode(buf, len, &p, &why);
-	free(buf);
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret) {
+	if (d->err) {
 		fprintf(err, "ignis: %s: skipped: %s%s%s\n", path,
-			ret == -EPROTONOSUPPORT ? "not a CPU or off-CPU profile" :
-						  "not a valid pprof profile",
-			why ? ": " : "", why ? why : "");
-		if (ret == -EPROTONOSUPPORT)
+			d->err == -EPROTONOSUPPORT ? "not a CPU or off-CPU profile" :
+						     "not a valid pprof profile",
+			d->why ? ": " : "", d->why ? d->why : "");
+		if (d->err == -EPROTONOSUPPORT)
 			st->foreign++;
 		else
 			st->bad++;
 		return 0;
 	}
-	ret = report__add_profile(r, p, path, side);
+	ret = report__add_profile(r, d->p, path, side);
 	if (ret)
 		goto out;
 	if (!time_selected(sel, r->windows[r->nr_windows - 1].time_ns) ||
@@ -169,10 +183,110 @@ static int load_file(struct report *r, int dirfd, const char *name, const char *
 		st->outside++;
 		goto out;
 	}
-	ret = report__merge(r, p);
+	ret = report__merge(r, d->p);
 	st->windows++;
 out:
-	profile__free(p);
+	profile__free(d->p);
+	d->p = NULL;
+	return ret;
+}
+
+/*
+ * Files are read and decoded (inflate, unpack, intern: nearly all of a report's time) by a
+ * pool of threads, one per CPU up to LOAD_THREADS, while the main thread adds them to the
+ * report in name order, so the report is the same whatever the threads did. At most
+ * LOAD_AHEAD decoded files wait for the main thread, which bounds the memory.
+ */
+#define LOAD_THREADS 4
+#define LOAD_AHEAD   8
+
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int dirfd;
+	char *const *names;
+	struct decoded *out;
+	size_t nr, next, consumed;
+	bool stop;
+};
+
+static void *worker(void *arg)
+{
+	struct pool *pl = arg;
+	size_t i;
+
+	for (;;) {
+		pthread_mutex_lock(&pl->lock);
+		while (!pl->stop && pl->next < pl->nr && pl->next >= pl->consumed + LOAD_AHEAD)
+			pthread_cond_wait(&pl->cond, &pl->lock);
+		if (pl->stop || pl->next >= pl->nr) {
+			pthread_mutex_unlock(&pl->lock);
+			return NULL;
+		}
+		i = pl->next++;
+		pthread_mutex_unlock(&pl->lock);
+		decode_one(pl->dirfd, pl->names[i], &pl->out[i]);
+		pthread_mutex_lock(&pl->lock);
+		pl->out[i].done = true;
+		pthread_cond_broadcast(&pl->cond);
+		pthread_mutex_unlock(&pl->lock);
+	}
+}
+
+/* The files names[] of dirfd (shown as prefix/name, or name without a prefix), in order. */
+static int load_files(struct report *r, int dirfd, const char *prefix, char *const *names,
+		      size_t nr, const struct report_select *sel, uint32_t side, FILE *err,
+		      struct report_load_stats *st)
+{
+	struct pool pl = { .dirfd = dirfd, .names = names, .nr = nr };
+	pthread_t threads[LOAD_THREADS];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nr_threads = 0, i, want;
+	char *path = NULL;
+	int ret = 0;
+
+	pl.out = calloc(nr ? nr : 1, sizeof(*pl.out));
+	if (!pl.out)
+		return -ENOMEM;
+	want = cpus > LOAD_THREADS ? LOAD_THREADS : cpus > 1 ? (size_t)cpus : 1;
+	pthread_mutex_init(&pl.lock, NULL);
+	pthread_cond_init(&pl.cond, NULL);
+	/* A thread that cannot start leaves its share to the others, or to this one. */
+	while (nr > 1 && nr_threads < want &&
+	       !pthread_create(&threads[nr_threads], NULL, worker, &pl))
+		nr_threads++;
+	for (i = 0; i < nr && !ret; i++) {
+		if (nr_threads) {
+			pthread_mutex_lock(&pl.lock);
+			while (!pl.out[i].done)
+				pthread_cond_wait(&pl.cond, &pl.lock);
+			pthread_mutex_unlock(&pl.lock);
+		} else {
+			decode_one(dirfd, names[i], &pl.out[i]);
+		}
+		if (prefix && asprintf(&path, "%s/%s", prefix, names[i]) < 0) {
+			path = NULL;
+			ret = -ENOMEM;
+			break;
+		}
+		ret = consume(r, &pl.out[i], prefix ? path : names[i], sel, side, err, st);
+		zfree(&path);
+		pthread_mutex_lock(&pl.lock);
+		pl.consumed = i + 1;
+		pthread_cond_broadcast(&pl.cond);
+		pthread_mutex_unlock(&pl.lock);
+	}
+	pthread_mutex_lock(&pl.lock);
+	pl.stop = true;
+	pthread_cond_broadcast(&pl.cond);
+	pthread_mutex_unlock(&pl.lock);
+	while (nr_threads)
+		pthread_join(threads[--nr_threads], NULL);
+	for (i = 0; i < nr; i++) /* what an error left undone */
+		profile__free(pl.out[i].p);
+	pthread_cond_destroy(&pl.cond);
+	pthread_mutex_destroy(&pl.lock);
+	free(pl.out);
 	return ret;
 }
 
@@ -184,7 +298,7 @@ static int cmp_name(const void *a, const void *b)
 static int load_dir(struct report *r, const char *dir, const struct report_select *sel,
 		    uint32_t side, FILE *err, struct report_load_stats *st)
 {
-	char **names = NULL, host[256], *path = NULL;
+	char **names = NULL, host[256];
 	size_t nr = 0, cap = 0, i;
 	struct dirent *de;
 	int fd, ret = 0;
@@ -222,14 +336,8 @@ static int load_dir(struct report *r, const char *dir, const struct report_selec
 	}
 	if (nr)
 		qsort(names, nr, sizeof(*names), cmp_name);
-	for (i = 0; !ret && i < nr; i++) {
-		if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
-			ret = -ENOMEM;
-			break;
-		}
-		ret = load_file(r, dirfd(d), names[i], path, sel, side, err, st);
-		zfree(&path);
-	}
+	if (!ret)
+		ret = load_files(r, dirfd(d), dir, names, nr, sel, side, err, st);
 	for (i = 0; i < nr; i++)
 		free(names[i]);
 	free(names);
@@ -242,19 +350,24 @@ int report_load(struct report *r, char *const *paths, size_t nr_paths,
 		struct report_load_stats *st)
 {
 	struct stat sb;
-	size_t i;
+	size_t i, files;
 	int ret;
 
-	for (i = 0; i < nr_paths; i++) {
-		if (stat(paths[i], &sb)) {
-			ret = -errno;
-			fprintf(err, "ignis: %s: %s\n", paths[i], strerror(-ret));
-			return ret;
+	for (i = 0; i < nr_paths; i += files ? files : 1) {
+		/* A run of files is one batch for the pool; a folder is one of its own. */
+		for (files = 0; i + files < nr_paths; files++) {
+			if (stat(paths[i + files], &sb)) {
+				ret = -errno;
+				fprintf(err, "ignis: %s: %s\n", paths[i + files], strerror(-ret));
+				return ret;
+			}
+			if (S_ISDIR(sb.st_mode))
+				break;
 		}
-		if (S_ISDIR(sb.st_mode))
-			ret = load_dir(r, paths[i], sel, side, err, st);
+		if (files)
+			ret = load_files(r, AT_FDCWD, NULL, paths + i, files, sel, side, err, st);
 		else
-			ret = load_file(r, AT_FDCWD, paths[i], paths[i], sel, side, err, st);
+			ret = load_dir(r, paths[i], sel, side, err, st);
 		if (ret)
 			return ret;
 	}

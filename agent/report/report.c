@@ -98,6 +98,9 @@ void report__free(struct report *r)
 	free(r->stacks);
 	free(r->windows);
 	free(r->pairs);
+	free(r->loc_first);
+	free(r->loc_nr);
+	free(r->loc_frames);
 	hashmap__fini(&r->strings);
 	hashmap__fini(&r->frame_index);
 	hashmap__fini(&r->stack_index);
@@ -424,6 +427,34 @@ static int add_pair(struct report *r, struct report_window *w, int64_t stack, ui
 	return 0;
 }
 
+/* The frames of location id of p (innermost first) into out, from the scratch once found.
+ * Returns how many, or -errno. */
+static int cached_frames(struct report *r, const struct profile *p, uint64_t id, uint32_t *out,
+			 uint32_t max)
+{
+	uint32_t buf[MAX_DEPTH], n;
+	int got, err;
+
+	if (!id || id > p->nr_locations)
+		return -EINVAL;
+	if (r->loc_nr[id] == UINT32_MAX) {
+		got = location_frames(r, p, id, buf, MAX_DEPTH);
+		if (got < 0)
+			return got;
+		err = grow_array((void **)&r->loc_frames, &r->cap_loc_frames,
+				 r->nr_loc_frames + (size_t)got + 1, sizeof(*r->loc_frames));
+		if (err)
+			return err;
+		memcpy(r->loc_frames + r->nr_loc_frames, buf, (size_t)got * sizeof(buf[0]));
+		r->loc_first[id] = (uint32_t)r->nr_loc_frames;
+		r->loc_nr[id] = (uint32_t)got;
+		r->nr_loc_frames += (size_t)got;
+	}
+	n = r->loc_nr[id] < max ? r->loc_nr[id] : max;
+	memcpy(out, r->loc_frames + r->loc_first[id], n * sizeof(out[0]));
+	return (int)n;
+}
+
 int report__add_profile(struct report *r, const struct profile *p, const char *path, uint32_t side)
 {
 	uint32_t frames[MAX_DEPTH];
@@ -450,6 +481,21 @@ int report__add_profile(struct report *r, const struct profile *p, const char *p
 	if (!r->period_ns && r->type == REPORT_CPU && p->opts.types != PROFILE_OFFCPU)
 		r->period_ns = p->opts.period_ns;
 	hashmap__clear(&r->window_stacks);
+	if (p->nr_locations + 1 > r->cap_locs) {
+		size_t cap = r->cap_locs;
+
+		err = grow_array((void **)&r->loc_first, &cap, p->nr_locations + 1,
+				 sizeof(*r->loc_first));
+		cap = r->cap_locs;
+		if (!err)
+			err = grow_array((void **)&r->loc_nr, &cap, p->nr_locations + 1,
+					 sizeof(*r->loc_nr));
+		if (err)
+			return err;
+		r->cap_locs = cap;
+	}
+	memset(r->loc_nr, 0xff, (p->nr_locations + 1) * sizeof(*r->loc_nr));
+	r->nr_loc_frames = 0;
 	for (i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		uint64_t value = (uint64_t)(r->type == REPORT_CPU ? s->values[0] : s->values[2]);
@@ -463,7 +509,7 @@ int report__add_profile(struct report *r, const struct profile *p, const char *p
 			continue;
 		/* Locations leaf first, each one's frames innermost first: reversed, root first. */
 		for (j = 0; j < s->nr_locations && n < MAX_DEPTH; j++) {
-			int got = location_frames(r, p, s->locations[j], frames + n, MAX_DEPTH - n);
+			int got = cached_frames(r, p, s->locations[j], frames + n, MAX_DEPTH - n);
 
 			if (got < 0)
 				return got;

@@ -100,6 +100,10 @@ struct report {
 	size_t nr_pairs, cap_pairs;
 	struct hashmap strings, frame_index, stack_index, window_stacks;
 	struct profile *merged; /* report__merge() adds here; the caller's */
+	/* Scratch of one profile: each location's frames, found once (loc_nr UINT32_MAX: not
+	 * yet), kept for the next profile's reuse. */
+	uint32_t *loc_first, *loc_nr, *loc_frames;
+	size_t cap_locs, nr_loc_frames, cap_loc_frames;
 };
 
 /* A new, empty report of type, with filter (borrowed; NULL: every sample). NULL + errno. */

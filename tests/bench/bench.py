@@ -2000,6 +2000,7 @@ def main():
     path = os.path.join(BUILD, "bench", "results.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     full = only == every
+    merged = False
     if not full and os.path.exists(path):
         # A partial run refreshes its sections of the last results.
         with open(path) as f:
@@ -2007,6 +2008,7 @@ def main():
         if last.get("quick") == args.quick:
             last["figures"].update(res.data["figures"])
             res.data["figures"] = last["figures"]
+            merged = True
             for key in ("accounting", "unwind", "python"):
                 if last.get(key) is not None:
                     res.data.setdefault(key, last[key])
@@ -2016,8 +2018,13 @@ def main():
     section = report(res, args.quick)
     with open(os.path.join(BUILD, "bench", "performance.md"), "w") as f:
         f.write(section + "\n")
-    if not args.no_readme and not args.quick:
+    # A partial run with no earlier results of the same kind has only its own sections:
+    # rewriting the README's with them would drop every other figure.
+    if not args.no_readme and not args.quick and (full or merged):
         update_readme(section)
+    elif not args.no_readme and not args.quick:
+        print("README not rewritten: a partial run needs an earlier full run's "
+              "build/bench/results.json to merge into (build/bench/performance.md has it)")
     print(f"\nbench took {res.data['seconds']} s; results in build/bench/results.json")
 
 

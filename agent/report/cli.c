@@ -95,6 +95,8 @@ static void usage(const struct cli *c, FILE *out)
 	fprintf(out, common_help, c->diff ? "" : ", folded, pprof");
 	fprintf(out, c->diff ? diff_help : report_help);
 	fputs("  -h, --help             this help\n", out);
+	fprintf(out, "\nExit status: 0; 1 when nothing could be reported; 2 for a bad option%s.\n",
+		c->diff ? "; 3 when a --fail-if condition holds" : "");
 }
 
 static int bad(const struct cli *c, const char *fmt, const char *arg)

@@ -318,20 +318,32 @@ struct diff_html {
 	const struct report *r;
 	const struct diff_opts *o;
 	const char *title;
+	size_t max_stacks;
 	struct side b, n;
 };
 
+/* A side's stacks as the page keeps them: (new id, value) pairs, the folded ones summed
+ * under the "[other stacks]" stack (id nr_kept). */
 static void side_json(FILE *out, const char *name, const char *label, const struct side *s,
-		      size_t nr_stacks)
+		      const uint32_t *map, size_t nr_stacks, size_t nr_kept)
 {
+	uint64_t other = 0;
 	size_t i, k = 0;
 
 	fprintf(out, "\"%s\":{\"label\":", name);
 	render_json_string(out, label);
 	fprintf(out, ",\"total\":%" PRIu64 ",\"stacks\":[", s->total);
-	for (i = 0; i < nr_stacks; i++)
-		if (s->stacks[i])
-			fprintf(out, k++ ? ",%zu,%" PRIu64 : "%zu,%" PRIu64, i, s->stacks[i]);
+	for (i = 0; i < nr_stacks; i++) {
+		if (!s->stacks[i])
+			continue;
+		if (!map[i]) {
+			other += s->stacks[i];
+			continue;
+		}
+		fprintf(out, k++ ? ",%u,%" PRIu64 : "%u,%" PRIu64, map[i] - 1, s->stacks[i]);
+	}
+	if (other)
+		fprintf(out, k ? ",%zu,%" PRIu64 : "%zu,%" PRIu64, nr_kept, other);
 	fputs("]}", out);
 }
 
@@ -339,8 +351,19 @@ static int write_diff_data(FILE *out, void *arg)
 {
 	struct diff_html *d = arg;
 	const struct report *r = d->r;
-	int err;
+	uint64_t *both = calloc(r->nr_stacks + 1, sizeof(uint64_t));
+	uint32_t *map = calloc(r->nr_stacks + 1, sizeof(uint32_t));
+	ssize_t kept;
+	size_t i;
+	int err = -ENOMEM;
 
+	if (!both || !map)
+		goto out;
+	for (i = 0; i < r->nr_stacks; i++)
+		both[i] = d->b.stacks[i] + d->n.stacks[i];
+	kept = render_keep_stacks(r, both, d->max_stacks, map);
+	if (kept < 0)
+		goto out;
 	fputs("{\"version\":1,\"kind\":\"diff\",\"title\":", out);
 	render_json_string(out, d->title);
 	fprintf(out,
@@ -351,21 +374,27 @@ static int write_diff_data(FILE *out, void *arg)
 		r->type == REPORT_CPU ? "samples" : "nanoseconds", r->period_ns,
 		d->b.windows + d->n.windows, d->b.total + d->n.total, d->b.start_ns / NSEC_PER_MSEC,
 		d->n.end_ns / NSEC_PER_MSEC);
-	err = render_json_tables(out, r, NULL, r->nr_stacks);
+	err = render_json_tables(out, r, map, (size_t)kept);
 	if (err)
-		return err;
+		goto out;
 	fputs("\"buckets\":[],\n", out);
-	side_json(out, "base", d->o->base_label, &d->b, r->nr_stacks);
+	side_json(out, "base", d->o->base_label, &d->b, map, r->nr_stacks, (size_t)kept);
 	fputs(",\n", out);
-	side_json(out, "new", d->o->new_label, &d->n, r->nr_stacks);
+	side_json(out, "new", d->o->new_label, &d->n, map, r->nr_stacks, (size_t)kept);
 	fputs("}\n", out);
-	return ferror(out) ? -EIO : 0;
+	err = ferror(out) ? -EIO : 0;
+out:
+	free(both);
+	free(map);
+	return err;
 }
 
 int diff_render_html(FILE *out, const struct report *r, const struct diff_opts *o,
 		     const struct render_opts *ro)
 {
-	struct diff_html d = { .r = r, .o = o };
+	struct diff_html d = { .r = r,
+			       .o = o,
+			       .max_stacks = ro && ro->max_stacks ? ro->max_stacks : 20000 };
 	char title[600];
 	int err;
 

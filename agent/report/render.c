@@ -682,11 +682,7 @@ static int cmp_u64_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/*
- * Which stacks the page keeps: the heaviest max of them. stack_map[i] = new id + 1, or 0 for
- * a stack folded into "[other stacks]". Returns how many are kept, or -ENOMEM.
- */
-static ssize_t keep_stacks(const struct report *r, const uint64_t *values, size_t max,
+ssize_t render_keep_stacks(const struct report *r, const uint64_t *values, size_t max,
 			   uint32_t *stack_map)
 {
 	uint64_t threshold = 0, *sorted;
@@ -730,7 +726,7 @@ static int write_report_data(FILE *out, void *arg)
 		goto out;
 	summarize(r, &s);
 	report__sum_stacks(r, &all, values);
-	kept = keep_stacks(r, values, c->o->max_stacks, map);
+	kept = render_keep_stacks(r, values, c->o->max_stacks, map);
 	if (kept < 0)
 		goto out;
 	fputs("{\"version\":1,\"kind\":\"report\",\"title\":", out);

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "common/ignis.h"
 
@@ -55,9 +56,21 @@ void render_md_frame(FILE *out, const struct report_frame *f);
 /* JSON string literal of s (quotes included), with "</" written "<\/" for an HTML page. */
 void render_json_string(FILE *out, const char *s);
 
-/* The "frames" and "stacks" members (each followed by a comma) of the page's data, for the
- * stacks whose keep[] is set (NULL: all); stack ids are renumbered densely in that order.
- * Returns 0 or -errno. */
+/*
+ * The "frames" and "stacks" members of the page's data, each followed by a comma: every
+ * frame, then one more, "[other stacks]"; the stacks that stack_map keeps (stack_map[i] is
+ * the new id + 1, 0 for a stack folded away; NULL keeps all, ids unchanged), nr_kept of
+ * them, then one stack of the "[other stacks]" frame (id nr_kept) that the folded stacks'
+ * values go to. Returns 0 or -ENOMEM.
+ */
+/*
+ * Which stacks a page keeps: those with a value, the heaviest max of them. Fills stack_map
+ * (r->nr_stacks entries) as render_json_tables() reads it. Returns how many are kept, or
+ * -ENOMEM.
+ */
+ssize_t render_keep_stacks(const struct report *r, const uint64_t *values, size_t max,
+			   uint32_t *stack_map) __must_check;
+
 int render_json_tables(FILE *out, const struct report *r, const uint32_t *stack_map,
 		       size_t nr_kept) __must_check;
 

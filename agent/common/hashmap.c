@@ -79,13 +79,23 @@ static int resize(struct hashmap *m, size_t cap)
 	return 0;
 }
 
-int hashmap__insert(struct hashmap *m, const void *key, void *value)
+int hashmap__reserve(struct hashmap *m, size_t n)
 {
-	struct hashmap_entry e = { .hash = m->hash(key), .key = key, .value = value };
+	size_t cap = m->cap ? m->cap : 16;
+
+	while (n * LOAD_DEN > cap * LOAD_NUM) {
+		if (cap > SIZE_MAX / 2 / sizeof(struct hashmap_entry))
+			return -ENOMEM;
+		cap *= 2;
+	}
+	return cap == m->cap ? 0 : resize(m, cap);
+}
+
+/* Place e, known absent, growing the slots as needed. */
+static int add(struct hashmap *m, const struct hashmap_entry *e)
+{
 	int err;
 
-	if (lookup(m, key, e.hash))
-		return -EEXIST;
 	if ((m->nr + 1) * LOAD_DEN > m->cap * LOAD_NUM) {
 		if (m->cap > SIZE_MAX / 2 / sizeof(e))
 			return -ENOMEM;
@@ -93,9 +103,25 @@ int hashmap__insert(struct hashmap *m, const void *key, void *value)
 		if (err)
 			return err;
 	}
-	place(m->slots, m->cap, &e);
+	place(m->slots, m->cap, e);
 	m->nr++;
 	return 0;
+}
+
+int hashmap__insert(struct hashmap *m, const void *key, void *value)
+{
+	struct hashmap_entry e = { .hash = m->hash(key), .key = key, .value = value };
+
+	if (lookup(m, key, e.hash))
+		return -EEXIST;
+	return add(m, &e);
+}
+
+int hashmap__add(struct hashmap *m, const void *key, void *value)
+{
+	struct hashmap_entry e = { .hash = m->hash(key), .key = key, .value = value };
+
+	return add(m, &e);
 }
 
 void *hashmap__delete(struct hashmap *m, const void *key)

@@ -39,6 +39,13 @@ void *hashmap__find(const struct hashmap *m, const void *key);
 /* Add key -> value. Returns 0, -EEXIST if key is present, or -ENOMEM. */
 int hashmap__insert(struct hashmap *m, const void *key, void *value)
 	__attribute__((warn_unused_result));
+/* hashmap__insert() of a key the caller knows is absent (a find just missed it), without
+ * looking for it again. Returns 0 or -ENOMEM. */
+int hashmap__add(struct hashmap *m, const void *key, void *value)
+	__attribute__((warn_unused_result));
+/* Make room for n entries in all, so that adding up to n grows nothing. Returns 0 or
+ * -ENOMEM. */
+int hashmap__reserve(struct hashmap *m, size_t n) __attribute__((warn_unused_result));
 /* Remove key; returns its value, or NULL if absent. */
 void *hashmap__delete(struct hashmap *m, const void *key);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -735,6 +736,11 @@ static int decode(struct decoder *d)
 	if (!d->strings || !d->mapping_ids || !d->function_ids || !d->location_ids)
 		return -ENOMEM;
 	memset(d->strings, 0xff, pb->n_string_table * sizeof(*d->strings));
+	/* Sizes known ahead: no table of the profile grows while it is filled. */
+	err = profile__reserve(d->p, pb->n_string_table, pb->n_function, pb->n_location,
+			       pb->n_sample);
+	if (err)
+		return err;
 	err = id_index_init(&d->mappings, pb->n_mapping, mapping_id_of, pb->mapping);
 	if (!err)
 		err = id_index_init(&d->functions, pb->n_function, function_id_of, pb->function);
@@ -753,8 +759,64 @@ static int decode(struct decoder *d)
 	return err;
 }
 
+/*
+ * protobuf-c's allocations while it unpacks one message, from blocks freed together: the
+ * unpacked message is read once and dropped whole, and its thousands of small allocations
+ * cost more through malloc() and free_unpacked() than the unpacking itself.
+ */
+#define UNPACK_BLOCK (256u << 10)
+
+struct unpack_arena {
+	struct unpack_block {
+		struct unpack_block *next;
+		size_t used, size;
+		max_align_t data[];
+	} * head;
+};
+
+static void *arena_alloc_fn(void *ctx, size_t size)
+{
+	struct unpack_arena *a = ctx;
+	struct unpack_block *b = a->head;
+
+	size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	if (!b || b->size - b->used < size) {
+		size_t block = size > UNPACK_BLOCK ? size : UNPACK_BLOCK;
+
+		b = malloc(sizeof(*b) + block);
+		if (!b)
+			return NULL;
+		b->size = block;
+		b->used = 0;
+		b->next = a->head;
+		a->head = b;
+	}
+	b->used += size;
+	return (char *)b->data + b->used - size;
+}
+
+static void arena_free_fn(void *ctx, void *ptr)
+{
+	(void)ctx;
+	(void)ptr; /* all at once, in arena_release() */
+}
+
+static void arena_release(struct unpack_arena *a)
+{
+	while (a->head) {
+		struct unpack_block *b = a->head;
+
+		a->head = b->next;
+		free(b);
+	}
+}
+
 int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, const char **why)
 {
+	struct unpack_arena arena = { NULL };
+	ProtobufCAllocator allocator = { .alloc = arena_alloc_fn,
+					 .free = arena_free_fn,
+					 .allocator_data = &arena };
 	struct decoder d = { 0 };
 	uint8_t *inflated = NULL;
 	size_t size = len;
@@ -769,9 +831,10 @@ int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, const cha
 			return err;
 		buf = inflated;
 	}
-	pb = perftools__profiles__profile__unpack(NULL, size, buf);
+	pb = perftools__profiles__profile__unpack(&allocator, size, buf);
 	free(inflated);
 	if (!pb) {
+		arena_release(&arena);
 		*why = "not a profile.proto message";
 		return -EINVAL;
 	}
@@ -790,6 +853,6 @@ int pprof_decode(const uint8_t *buf, size_t len, struct profile **out, const cha
 	free(d.mappings.v);
 	free(d.functions.v);
 	free(d.locations.v);
-	perftools__profiles__profile__free_unpacked(pb, NULL);
+	arena_release(&arena); /* pb with it */
 	return err;
 }

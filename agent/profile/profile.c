@@ -258,6 +258,42 @@ static bool is_utf8(const char *s)
 	return true;
 }
 
+static size_t at_most(size_t n, size_t cap)
+{
+	return n < cap ? n : cap;
+}
+
+int profile__reserve(struct profile *p, size_t strings, size_t functions, size_t locations,
+		     size_t samples)
+{
+	int err;
+
+	strings = at_most(strings, p->opts.max_strings);
+	functions = at_most(functions, p->opts.max_locations);
+	locations = at_most(locations, p->opts.max_locations);
+	samples = at_most(samples, p->opts.max_samples);
+	err = hashmap__reserve(&p->string_index, strings);
+	if (!err)
+		err = grow_array((void **)&p->strings, &p->cap_strings, strings,
+				 sizeof(*p->strings));
+	if (!err)
+		err = hashmap__reserve(&p->function_index, functions);
+	if (!err)
+		err = grow_array((void **)&p->functions, &p->cap_functions, functions,
+				 sizeof(*p->functions));
+	if (!err)
+		err = hashmap__reserve(&p->location_index, locations);
+	if (!err)
+		err = grow_array((void **)&p->locations, &p->cap_locations, locations,
+				 sizeof(*p->locations));
+	if (!err)
+		err = hashmap__reserve(&p->sample_index, samples);
+	if (!err)
+		err = grow_array((void **)&p->samples, &p->cap_samples, samples,
+				 sizeof(*p->samples));
+	return err;
+}
+
 int64_t profile__string(struct profile *p, const char *s)
 {
 	char *fixed = NULL, *copy;
@@ -294,7 +330,7 @@ int64_t profile__string(struct profile *p, const char *s)
 	}
 	memcpy(copy, s, len + 1);
 	free(fixed);
-	err = hashmap__insert(&p->string_index, copy, (void *)(uintptr_t)(p->nr_strings + 1));
+	err = hashmap__add(&p->string_index, copy, (void *)(uintptr_t)(p->nr_strings + 1));
 	if (err)
 		return err;
 	p->strings[p->nr_strings] = copy;
@@ -367,7 +403,7 @@ int64_t profile__function(struct profile *p, const char *name, const char *syste
 	if (!k)
 		return -ENOMEM;
 	*k = key;
-	err = hashmap__insert(&p->function_index, k, (void *)(uintptr_t)(p->nr_functions + 1));
+	err = hashmap__add(&p->function_index, k, (void *)(uintptr_t)(p->nr_functions + 1));
 	if (err)
 		return err;
 	p->functions[p->nr_functions] = (struct profile_function){
@@ -441,7 +477,7 @@ int64_t profile__add_location(struct profile *p, uint64_t mapping_id, uint64_t a
 	if (!k)
 		return -ENOMEM;
 	*k = key;
-	err = hashmap__insert(&p->location_index, k, (void *)(uintptr_t)(p->nr_locations + 1));
+	err = hashmap__add(&p->location_index, k, (void *)(uintptr_t)(p->nr_locations + 1));
 	if (err)
 		return err;
 	loc = &p->locations[p->nr_locations];
@@ -511,7 +547,7 @@ int profile__add_group_values(struct profile *p, uint32_t group, const uint64_t 
 		if (nr_labels)
 			memcpy(probe.labels, labels, nr_labels * sizeof(*labels));
 		*k = probe;
-		err = hashmap__insert(&p->sample_index, k, (void *)(uintptr_t)(p->nr_samples + 1));
+		err = hashmap__add(&p->sample_index, k, (void *)(uintptr_t)(p->nr_samples + 1));
 		if (err)
 			return err;
 		s = &p->samples[p->nr_samples++];

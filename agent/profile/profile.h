@@ -143,6 +143,14 @@ struct profile {
 struct profile *profile__new(const struct profile_opts *opts);
 void profile__free(struct profile *p);
 
+/*
+ * Make room for this many strings, functions, locations and samples in all (each cut to its
+ * cap), so that a profile whose size is known ahead (a decoded one) grows no table while it
+ * is filled. Returns 0 or -ENOMEM.
+ */
+int profile__reserve(struct profile *p, size_t strings, size_t functions, size_t locations,
+		     size_t samples) __must_check;
+
 /* Intern s. Returns its index (>= 0) or -ENOMEM / -E2BIG. */
 int64_t profile__string(struct profile *p, const char *s) __must_check;
 

@@ -70,6 +70,33 @@ static void test_colliding_hash(void **state)
 	exercise(bad_hash);
 }
 
+/* reserve() makes room once: adding up to n moves no slot; add() finds what it added. */
+static void test_reserve_and_add(void **state)
+{
+	static uint64_t keys[1000];
+	struct hashmap m;
+	struct hashmap_entry *slots;
+	size_t i;
+
+	(void)state;
+	hashmap__init(&m, good_hash, equal_u64);
+	assert_int_equal(hashmap__reserve(&m, 1000), 0);
+	slots = m.slots;
+	assert_true(m.cap * 3 >= 1000 * 4);
+	for (i = 0; i < 1000; i++) {
+		keys[i] = i * 7919;
+		assert_int_equal(hashmap__add(&m, &keys[i], (void *)(uintptr_t)(i + 1)), 0);
+	}
+	assert_ptr_equal(m.slots, slots);
+	assert_int_equal(hashmap__size(&m), 1000);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal((uintptr_t)hashmap__find(&m, &keys[i]), i + 1);
+	/* A smaller reservation keeps what is there. */
+	assert_int_equal(hashmap__reserve(&m, 10), 0);
+	assert_ptr_equal(m.slots, slots);
+	hashmap__fini(&m);
+}
+
 static void test_hash_bytes(void **state)
 {
 	(void)state;
@@ -81,4 +108,5 @@ static void test_hash_bytes(void **state)
 }
 
 UNIT_MAIN("hashmap", cmocka_unit_test(test_good_hash),
-	  cmocka_unit_test(test_colliding_hash), cmocka_unit_test(test_hash_bytes))
+	  cmocka_unit_test(test_colliding_hash), cmocka_unit_test(test_reserve_and_add),
+	  cmocka_unit_test(test_hash_bytes))

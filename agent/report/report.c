@@ -25,9 +25,10 @@ static bool equal_string_key(const void *a, const void *b)
 	return !strcmp(a, b);
 }
 
+/* Interned strings: a frame is known by the two pointers. */
 static uint64_t frame_hash(const struct report_frame *f)
 {
-	return hash_str(f->name) ^ hash_u64(hash_str(f->binary));
+	return hash_u64((uintptr_t)f->name) ^ hash_u64(~(uintptr_t)f->binary);
 }
 
 static uint64_t hash_frame_key(const void *k)
@@ -132,11 +133,12 @@ static const char *basename_of(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* The frame (name, binary), added if new. Returns its id or -errno. */
+/* The frame (name, binary), added if new; binary is interned already. Returns its id or
+ * -errno. */
 static int64_t frame_id(struct report *r, const char *name, const char *binary, const char *file,
 			int64_t line)
 {
-	struct report_frame probe = { .name = intern(r, name), .binary = intern(r, binary) };
+	struct report_frame probe = { .name = intern(r, name), .binary = binary };
 	struct report_frame *f;
 	uintptr_t found;
 	int err;
@@ -226,6 +228,9 @@ static int location_frames(struct report *r, const struct profile *p, uint64_t l
 		m = &p->mappings[l->mapping_id - 1];
 		binary = basename_of(profile__str(p, m->filename));
 	}
+	binary = intern(r, binary);
+	if (!binary)
+		return -ENOMEM;
 	for (i = 0; i < l->nr_lines && n < max; i++) {
 		const struct profile_line *ln = &p->lines[l->first_line + i];
 		const struct profile_function *f = profile__function_by_id(p, ln->function_id);

@@ -202,7 +202,8 @@ DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils pe
 		 prometheus \
 		 clang-format binutils procps util-linux file \
 		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db g++ rustc \
-		 debuginfod elfutils lld python3-flask chromium
+		 debuginfod elfutils lld python3-flask chromium \
+		 qemu-system-x86 busybox-static cpio
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 
 # Installs only what is missing; runs apt-get update only then. npm comes with nodejs from

@@ -1,0 +1,329 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CO-RE on the kernels users run (issue 18): Debian 12's own 6.1 kernels (generic, cloud,
+PREEMPT_RT), booted under QEMU with the initramfs the build assembles (tests/kernels/:
+busybox-static, the agent and the libraries ldd names, the workloads; its /init is
+tests/kernels/init.sh), and the host's kernel as it runs the rest of the suite.
+
+In each VM the agent runs with the table unwinder required (--unwind dwarf) and --off-cpu over
+`deep` (built -fomit-frame-pointer) in user space and in system calls, and an off-CPU sleeper;
+/init prints the agent's log and profiles on the serial console (the cloud flavour has no 9p)
+and powers off. Here they are judged with the project's decoder: the program loaded with the
+unwinder and no verifier complaint, names, whole stacks to _start, kernel frames named, the
+window's accounting in the comments. Under TCG, rates wobble and table builds are slow: the
+checks are on names and stacks, with margins from the sample counts, never on timing.
+
+Each boot is bounded (a kernel that does not boot or hangs fails its own test with the tail of
+its console). What each kernel offers is recorded in build/tests/kernels/kernels.md, the
+README's "Verified on" table (`make kernels-readme` copies it there).
+"""
+import base64
+import json
+import os
+import re
+import subprocess
+import time
+
+import harness
+from harness import TestFailure, check, path, pprof_json, tmpdir
+from test_unwind import DEEP_CHAIN, ROOTS, share_with_chain
+
+BOOT_TIMEOUT = 120  # s per kernel; a normal run takes 15-30 s under TCG on 2 cores
+WORKLOAD_SECONDS = 5  # what tests/kernels/init.sh runs each workload for
+FREQUENCY = 100
+MARK = "@@ignis "
+FEATURES = re.compile(r"kernel (\S+) offers: (.*); programs loaded: (\S*)")
+FLAVOURS = {"amd64": "generic", "cloud-amd64": "cloud", "rt-amd64": "PREEMPT_RT"}
+OFFCPU_CHAIN = ["wait_part", "sleeper", "sleep_thread"]
+
+
+def kernels_dir():
+    return path("tests", "kernels")
+
+
+def pinned():
+    """(ABI, flavour) of every kernel the build fetched (tests/tests.mk, KERNEL_ABI)."""
+    try:
+        with open(os.path.join(kernels_dir(), "kernels.txt")) as f:
+            return [tuple(line.split()) for line in f if line.strip()]
+    except OSError:
+        return []
+
+
+def accelerator():
+    """TCG unless the host has real hardware virtualisation: a nested or paravirtual
+    /dev/kvm (this VM's kvm-pvm) runs stock kernels far slower than TCG. KERNELS_ACCEL=kvm or
+    tcg overrides the guess."""
+    choice = os.environ.get("KERNELS_ACCEL")
+    if not choice:
+        with open("/proc/cpuinfo") as f:
+            flags = set(re.search(r"^flags\s*:(.*)$", f.read(), re.M).group(1).split())
+        bare = "hypervisor" not in flags and ({"vmx", "svm"} & flags)
+        choice = "kvm" if bare and os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
+    if choice == "kvm":
+        # Plain -cpu host aborts on MSR 0x10a (IA32_ARCH_CAPABILITIES) there.
+        return ["-enable-kvm", "-cpu", "host,-arch-capabilities"]
+    return ["-accel", "tcg,thread=multi", "-cpu", "max"]
+
+
+def boot(vmlinuz):
+    """Boot vmlinuz with the test initramfs; (console text, seconds). Bounded by
+    BOOT_TIMEOUT: a kernel that hangs fails with the tail of what it printed."""
+    console = os.path.join(results_dir(),
+                           os.path.basename(os.path.dirname(vmlinuz)) + ".console")
+    argv = ["qemu-system-x86_64", *accelerator(), "-smp", "2", "-m", "2048", "-kernel", vmlinuz,
+            "-initrd", os.path.join(kernels_dir(), "initramfs.cpio"), "-append",
+            "console=ttyS0 panic=-1 loglevel=3 rdinit=/init", "-display", "none",
+            "-nodefaults", "-serial", "stdio", "-no-reboot"]
+    start = time.monotonic()
+    with open(console, "w") as out:
+        proc = harness.spawn(argv, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=subprocess.STDOUT)
+        try:
+            proc.wait(timeout=BOOT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    took = time.monotonic() - start
+    with open(console, errors="replace") as f:
+        text = f.read()
+    if MARK + "done" not in text:
+        tail = "\n".join(text.splitlines()[-40:])
+        raise TestFailure(f"no end of the run within {BOOT_TIMEOUT} s (qemu exit "
+                          f"{proc.returncode}); the console ({console}) ends:\n{tail}")
+    return text, took
+
+
+def parse_console(text):
+    """What /init printed between its markers: {"kernel", "pids", "exit", "log", "files"}."""
+    run = {"pids": {}, "files": {}, "log": "", "exit": None, "kernel": ""}
+    lines = iter(text.splitlines())
+    for line in lines:
+        line = line.rstrip("\r")
+        if not line.startswith(MARK):
+            continue
+        word, _, rest = line[len(MARK):].partition(" ")
+        if word == "kernel":
+            run["kernel"] = rest
+        elif word == "pid":
+            name, pid = rest.split()
+            run["pids"][name] = int(pid)
+        elif word == "agent-exit":
+            run["exit"] = int(rest)
+        elif word == "log-begin":
+            body = []
+            for l in lines:
+                if l.rstrip("\r") == MARK + "log-end":
+                    break
+                body.append(l.rstrip("\r"))
+            run["log"] = "\n".join(body)
+        elif word == "file-begin":
+            body = []
+            for l in lines:
+                if l.rstrip("\r") == MARK + "file-end":
+                    break
+                body.append(l.strip())
+            run["files"][rest] = base64.b64decode("".join(body))
+    return run
+
+
+def decode(files):
+    folder = tmpdir("ignis-vm-out-")
+    profiles = []
+    for name, data in sorted(files.items()):
+        p = os.path.join(folder, name)
+        with open(p, "wb") as f:
+            f.write(data)
+        profiles.append(pprof_json(p))
+    return profiles
+
+
+def features(log):
+    """The agent's debug line of what the kernel offers: (release, {feature: yes/no},
+    [programs loaded])."""
+    m = FEATURES.search(log)
+    check(m, "the agent logged no 'offers:' line:\n" + log[-3000:])
+    offered = dict(kv.split("=", 1) for kv in m.group(2).split())
+    return m.group(1), offered, [p for p in m.group(3).split(",") if p]
+
+
+def is_kernel(profile, location_id):
+    m = profile.mappings.get(profile.locations[location_id]["mapping"])
+    return bool(m) and m["file"] == "[kernel.kallsyms]"
+
+
+def judge(run, profiles):
+    """The checks every kernel must pass; a dict of the figures for the table."""
+    log = run["log"]
+    check(run["exit"] == 0, f"agent exit {run['exit']}:\n{log[-4000:]}")
+    check("table unwinder on" in log, "the table unwinder did not load:\n" + log[-4000:])
+    check("PROG LOAD LOG" not in log and "verifier" not in log.lower(),
+          "the verifier complained:\n" + log[-6000:])
+    check(profiles, "no profile came out of the VM")
+    for p in profiles:
+        check(any(c.startswith("samples ") and " dropped" in c for c in p.data["comments"]),
+              f"no sample accounting in the comments: {p.data['comments']}")
+    expected = WORKLOAD_SECONDS * FREQUENCY  # samples of a busy CPU; TCG may give fewer
+
+    # deep in user space: the whole chain (only the unwind tables give it) to _start.
+    pid = run["pids"]["deep"]
+    stacks = [(p.user_frames(s), s["count"]) for p in profiles for s in p.samples(pid=pid)]
+    share, total, other = share_with_chain(stacks, DEEP_CHAIN)
+    check(total >= expected // 4, f"deep: {total} samples of about {expected}")
+    # 96-98 % by hand on these kernels; below 90 % of some hundreds is no wobble.
+    check(share >= 0.9, f"deep: whole chain on {share:.1%} of {total} samples; others:{other}")
+
+    # deep in system calls: kernel frames on top, named, and the whole user chain under them.
+    pid = run["pids"]["deep-sys"]
+    kernel = good = named = 0
+    names = set()
+    for p in profiles:
+        for s in p.samples(pid=pid):
+            if not is_kernel(p, s["locations"][0]):
+                continue
+            kernel += s["count"]
+            frames = p.frames(s)
+            kframes = [f for lid, f in zip(s["locations"], frames) if is_kernel(p, lid)]
+            names.update(kframes)
+            if not any(f.startswith("[") for f in kframes):
+                named += s["count"]
+            user = p.user_frames(s)
+            if "deep_hot" in user and user[-1] in ROOTS and \
+                    user[user.index("deep_hot"):][:len(DEEP_CHAIN)] == DEEP_CHAIN:
+                good += s["count"]
+    check(kernel >= expected // 4, f"deep sys: {kernel} samples in the kernel of about "
+          f"{expected}")
+    check(any("getppid" in n for n in names),
+          f"deep sys: no getppid among the kernel frames: {sorted(names)[:30]}")
+    check(named >= 0.9 * kernel, f"deep sys: {named} of {kernel} kernel stacks fully named")
+    check(good >= 0.9 * kernel, f"deep sys: {good} of {kernel} kernel samples have deep's "
+          "whole chain under them")
+
+    # The off-CPU sleeper: its waits in wait_part <- sleeper <- sleep_thread, in the kernel's
+    # sleep, to the thread's root.
+    pid = run["pids"]["offcpu"]
+    waits = [(p, s) for p in profiles for s in p.samples(pid=pid) if s["offcpu"]]
+    off_total = sum(s["offcpu"] for _, s in waits)
+    off_good = 0
+    for p, s in waits:
+        frames = p.frames(s)
+        if "wait_part" in frames and frames[-1] in ROOTS and \
+                frames[frames.index("wait_part"):][:3] == OFFCPU_CHAIN and \
+                is_kernel(p, s["locations"][0]):
+            off_good += s["offcpu"]
+    # Its one thread sleeps 20 ms of every 25: about 80 % of the run off CPU.
+    check(off_total >= 0.4 * WORKLOAD_SECONDS * 1e9,
+          f"offcpu: {off_total / 1e9:.2f} s off CPU in a {WORKLOAD_SECONDS} s run")
+    check(off_good >= 0.9 * off_total,
+          f"offcpu: {off_good / 1e9:.2f} of {off_total / 1e9:.2f} s with kernel frames over "
+          "wait_part <- sleeper <- sleep_thread to a root")
+    return {"deep_share": share, "deep_samples": total, "sys_samples": kernel,
+            "sys_share": good / kernel, "offcpu_s": off_total / 1e9,
+            "offcpu_share": off_good / off_total}
+
+
+# ---- The "Verified on" table ------------------------------------------------------------------
+
+def results_dir():
+    d = os.path.join(kernels_dir(), "results")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def record(row):
+    with open(os.path.join(results_dir(), row["id"] + ".json"), "w") as f:
+        json.dump(row, f, indent=1, sort_keys=True)
+    write_table()
+
+
+FEATURE_COLUMNS = [("btf", "BTF"), ("ringbuf", "ring buffer"), ("bpf_loop", "bpf_loop"),
+                   ("task_storage", "task storage"), ("find_vma", "bpf_find_vma"),
+                   ("tp_btf", "tp_btf")]
+
+
+def write_table():
+    """build/tests/kernels/kernels.md from the last result of the host and of every pinned
+    kernel."""
+    ids = ["host"] + [f"{abi}-{flavour}" for abi, flavour in pinned()]
+    rows = []
+    for i in ids:
+        try:
+            with open(os.path.join(results_dir(), i + ".json")) as f:
+                rows.append(json.load(f))
+        except OSError:
+            pass
+    head = ["kernel", "flavour", "how"] + [c for _, c in FEATURE_COLUMNS] + [
+        "programs loaded", "result"]
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        f = r.get("features", {})
+        cells = [r["kernel"], r["flavour"], r["how"]] + [f.get(k, "?") for k, _ in FEATURE_COLUMNS]
+        cells += [", ".join(p.replace("ignis_", "") for p in r.get("programs", [])) or "-",
+                  r["result"]]
+        out.append("| " + " | ".join(cells) + " |")
+    with open(os.path.join(kernels_dir(), "kernels.md"), "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def result_text(ok, figures, detail=""):
+    if not ok:
+        return "FAIL: " + detail.splitlines()[0][:120].replace("|", "/")
+    return (f"pass: whole stacks {figures['deep_share']:.0%} (user), "
+            f"{figures['sys_share']:.0%} (system calls), "
+            f"{figures['offcpu_share']:.0%} (off-CPU)")
+
+
+def run_kernel(abi, flavour):
+    vmlinuz = os.path.join(kernels_dir(), f"{abi}-{flavour}", "vmlinuz")
+    check(os.path.exists(vmlinuz), f"{vmlinuz} missing: run make test-kernels")
+    how = "QEMU KVM" if "-enable-kvm" in accelerator() else "QEMU TCG"
+    row = {"id": f"{abi}-{flavour}", "kernel": abi,
+           "flavour": "Debian 12 " + FLAVOURS.get(flavour, flavour), "how": how}
+    try:
+        text, took = boot(vmlinuz)
+        run = parse_console(text)
+        check(run["kernel"].startswith(f"{abi}-{flavour} "),
+              f"booted {run['kernel']!r}, not {abi}-{flavour}")
+        release, offered, programs = features(run["log"])
+        row.update(features=offered, programs=programs, seconds=round(took, 1))
+        figures = judge(run, decode(run["files"]))
+        row.update(figures, result=result_text(True, figures))
+        print(f"     {abi}-{flavour}: {took:.1f} s; {json.dumps(figures)}", flush=True)
+    except TestFailure as e:
+        row["result"] = result_text(False, None, str(e))
+        record(row)
+        raise
+    record(row)
+
+
+def test_host_kernel():
+    """This machine's kernel, without a VM: the rest of the integration suite profiles it;
+    here only what it offers is recorded (a second of the agent at debug level)."""
+    out = tmpdir("ignis-out-")
+    p = subprocess.run([path("ignis"), "--output-dir", out, "--duration", "1", "--interval", "1",
+                        "--log-level", "debug", "--unwind", "dwarf", "--off-cpu"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, f"agent exit {p.returncode}:\n{p.stderr[-3000:]}")
+    release, offered, programs = features(p.stderr)
+    record({"id": "host", "kernel": release, "flavour": "this host", "how": "no VM",
+            "features": offered, "programs": programs,
+            "result": "pass: the whole integration suite runs on it"})
+
+
+test_host_kernel.order = 0
+
+
+def _kernel_test(abi, flavour, order):
+    def test():
+        run_kernel(abi, flavour)
+    test.__doc__ = f"Debian 12's linux-image-{abi}-{flavour} under QEMU."
+    test.order = order
+    return test
+
+
+for _i, (_abi, _flavour) in enumerate(pinned()):
+    globals()[f"test_debian12_{_flavour.replace('-', '_')}"] = _kernel_test(_abi, _flavour,
+                                                                           _i + 1)
+if not pinned():
+    def test_matrix_built():
+        """The pinned kernels were fetched (make test-kernels or make test does it)."""
+        check(False, f"{kernels_dir()}/kernels.txt is missing: run make test-kernels")

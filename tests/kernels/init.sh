@@ -19,8 +19,10 @@ ulimit -l unlimited
 
 say() { echo "@@ignis $*"; }
 finish() {
+	# The log (libbpf's debug lines make it some 250 KB) gzip'd: less to push through
+	# the emulated UART.
 	say "log-begin"
-	cat /tmp/agent.log
+	gzip -c /tmp/agent.log | base64
 	say "log-end"
 	for f in /tmp/out/*.pb.gz; do
 		[ -e "$f" ] || continue
@@ -36,7 +38,7 @@ finish() {
 say "kernel $(uname -r) $(uname -v)"
 [ -e /sys/kernel/btf/vmlinux ] && say "btf yes" || say "btf no"
 mkdir -p /tmp/out
-/ignis/ignis --output-dir /tmp/out --interval 3 --log-level debug --unwind dwarf --off-cpu \
+/ignis/ignis --output-dir /tmp/out --interval 2 --log-level debug --unwind dwarf --off-cpu \
 	>/dev/null 2>/tmp/agent.log &
 agent=$!
 # Table builds under TCG are slow: wait for the agent, bounded by the host's timeout.
@@ -52,11 +54,11 @@ say "agent-ready"
 
 # Two CPUs: the user-space chain on one, the system-call chain on the other, the off-CPU
 # sleeper between them.
-/w/deep 5 >/dev/null &
+/w/deep 6 >/dev/null &
 p1=$!
-/w/deep 5 sys >/dev/null &
+/w/deep 6 sys >/dev/null &
 p2=$!
-/w/offcpu sleep 1 5 >/dev/null &
+/w/offcpu sleep 1 6 >/dev/null &
 p3=$!
 say "pid deep $p1"
 say "pid deep-sys $p2"

@@ -224,10 +224,11 @@ def judge(run, profiles):
     # deep in system calls: kernel frames on top, all named, and the whole user chain
     # under them.
     pid = run["pids"]["deep-sys"]
-    kernel = good = named = 0
+    kernel = good = named = all_sys = 0
     names = set()
     for p in steady(profiles, pid):
         for s in p.samples(pid=pid):
+            all_sys += s["count"]
             if not is_kernel(p, s["locations"][0]):
                 continue
             kernel += s["count"]
@@ -237,8 +238,11 @@ def judge(run, profiles):
                 named += s["count"]
             if whole_deep(p.user_frames(s)) and "deep_hot" in p.user_frames(s):
                 good += s["count"]
-    check(kernel >= least, f"deep sys: {kernel} samples in the kernel in its steady windows, "
-          f"expected >= {least}")
+    # Under TCG a system call costs more or less of the loop from run to run: a quarter of
+    # the samples in the kernel at least (a half to four fifths seen).
+    check(all_sys >= least and kernel >= all_sys // 4,
+          f"deep sys: {kernel} of {all_sys} samples in the kernel in its steady windows, "
+          f"expected >= {least} samples, a quarter of them in the kernel")
     check(any("getppid" in n for n in names),
           f"deep sys: no getppid among the kernel frames: {sorted(names)[:30]}")
     check(named >= 0.9 * kernel, f"deep sys: {named} of {kernel} kernel stacks fully named")
@@ -246,40 +250,53 @@ def judge(run, profiles):
           "whole chain under them")
 
     # The off-CPU sleeper thread (tid != pid; its main thread waits in pthread_join): its
-    # waits with the kernel's frames on top, named, over wait_part <- sleeper <- sleep_thread
+    # sleeps with the kernel's frames on top, named, over wait_part <- sleeper <- sleep_thread
     # to the thread's root (start_thread and clone3, unnamed in Debian's stripped libc).
+    # Its preempted (runnable) time is judged by its kernel frames only: a walk from an
+    # interrupt in user code ends [truncated] for some 7 % of that time on the host's own
+    # kernel as well, so it says nothing of these kernels.
     pid = run["pids"]["offcpu"]
-    off_total = off_whole = off_wait = 0
+    slept = slept_whole = slept_wait = runnable = runnable_named = 0
     other = {}
     for p in steady(profiles, pid):
         for s in p.samples(pid=pid):
             if not s["offcpu"] or s["labels"].get("tid") == pid:
                 continue
             frames = p.frames(s)
-            off_total += s["offcpu"]
+            if len(frames) == 1 and frames[0].startswith("[short "):
+                continue  # the accounting placeholder of waits too short for a stack
             kframes = [f for lid, f in zip(s["locations"], frames) if is_kernel(p, lid)]
-            if kframes and not any(f.startswith("[") for f in kframes) and \
-                    "sleep_thread" in frames and "[truncated]" not in frames:
-                off_whole += s["offcpu"]
+            named = bool(kframes) and not any(f.startswith("[") for f in kframes)
+            if s["labels"].get("thread_state") != "sleeping":
+                runnable += s["offcpu"]
+                runnable_named += s["offcpu"] if named else 0
+                continue
+            slept += s["offcpu"]
+            if named and "sleep_thread" in frames and "[truncated]" not in frames:
+                slept_whole += s["offcpu"]
             else:
                 key = " <- ".join(frames)
                 other[key] = other.get(key, 0) + s["offcpu"]
             if "wait_part" in frames and \
                     frames[frames.index("wait_part"):][:len(OFFCPU_CHAIN)] == OFFCPU_CHAIN:
-                off_wait += s["offcpu"]
+                slept_wait += s["offcpu"]
     worst = "".join(f"\n  {ns / 1e9:.3f} s {k}"
                     for k, ns in sorted(other.items(), key=lambda kv: -kv[1])[:6])
     # The thread sleeps 20 ms of every 25: most of each steady window.
-    check(off_total >= 0.4 * (WORKLOAD_SECONDS - 2 * INTERVAL) * 1e9,
-          f"offcpu: {off_total / 1e9:.2f} s off CPU in its steady windows")
-    check(off_whole >= 0.9 * off_total,
-          f"offcpu: {off_whole / 1e9:.2f} of {off_total / 1e9:.2f} s with named kernel frames "
-          f"over the thread's whole stack; others:{worst}")
-    check(off_wait >= 0.5 * off_total,
-          f"offcpu: {off_wait / 1e9:.2f} of {off_total / 1e9:.2f} s in wait_part <- sleeper")
+    check(slept >= 0.4 * (WORKLOAD_SECONDS - 2 * INTERVAL) * 1e9,
+          f"offcpu: {slept / 1e9:.2f} s asleep in its steady windows")
+    check(slept_whole >= 0.9 * slept,
+          f"offcpu: {slept_whole / 1e9:.2f} of {slept / 1e9:.2f} s asleep with named kernel "
+          f"frames over the thread's whole stack; others:{worst}")
+    check(slept_wait >= 0.9 * slept,
+          f"offcpu: {slept_wait / 1e9:.2f} of {slept / 1e9:.2f} s asleep in wait_part <- "
+          "sleeper <- sleep_thread")
+    check(runnable_named >= 0.9 * runnable,
+          f"offcpu: {runnable_named / 1e9:.2f} of {runnable / 1e9:.2f} s runnable with the "
+          "kernel frames named")
     return {"deep_share": deep_share, "deep_samples": total, "sys_samples": kernel,
-            "sys_share": good / kernel, "offcpu_s": round(off_total / 1e9, 2),
-            "offcpu_share": off_whole / off_total}
+            "sys_share": good / kernel, "offcpu_s": round(slept / 1e9, 2),
+            "offcpu_share": slept_whole / slept}
 
 
 # ---- The "Verified on" table ------------------------------------------------------------------
@@ -330,7 +347,7 @@ def result_text(ok, figures, detail=""):
         return "FAIL: " + detail.splitlines()[0][:120].replace("|", "/")
     return (f"pass: whole stacks {figures['deep_share']:.0%} (user), "
             f"{figures['sys_share']:.0%} (system calls), "
-            f"{figures['offcpu_share']:.0%} (off-CPU)")
+            f"{figures['offcpu_share']:.0%} (asleep off-CPU)")
 
 
 def run_kernel(abi, flavour):
@@ -345,7 +362,9 @@ def run_kernel(abi, flavour):
         check(run["kernel"].startswith(f"{abi}-{flavour} "),
               f"booted {run['kernel']!r}, not {abi}-{flavour}")
         release, offered, programs = features(run["log"])
-        row.update(features=offered, programs=programs, seconds=round(took, 1))
+        m = re.search(r"Debian (\S+)", run["kernel"])
+        row.update(kernel=release + (f" (Debian {m.group(1)})" if m else ""),
+                   features=offered, programs=programs, seconds=round(took, 1))
         figures = judge(run, decode(run["files"]))
         row.update(figures, result=result_text(True, figures))
         print(f"     {abi}-{flavour}: {took:.1f} s; {json.dumps(figures)}", flush=True)

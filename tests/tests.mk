@@ -434,7 +434,7 @@ KERNEL_FLAVOURS ?= amd64 cloud-amd64 rt-amd64
 KERNEL_DIR := $(TEST_BUILD)/kernels
 KERNEL_CACHE := $(BUILD)/kernels/debs
 KERNEL_IMAGES := $(KERNEL_FLAVOURS:%=$(KERNEL_DIR)/$(KERNEL_ABI)-%/vmlinuz)
-KERNEL_WORKLOADS := $(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/offcpu
+KERNEL_WORKLOADS := $(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/offcpu tests/kernels/pyhot.py
 KERNEL_INITRAMFS := $(KERNEL_DIR)/initramfs.cpio
 KERNEL_LIST := $(KERNEL_DIR)/kernels.txt
 
@@ -446,7 +446,7 @@ $(KERNEL_INITRAMFS): tests/kernels/initramfs.py tests/kernels/init.sh $(BUILD)/i
 	$(call msg,CPIO,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(PYTHON) tests/kernels/initramfs.py $@ tests/kernels/init.sh $(BUILD)/ignis \
-		$(KERNEL_WORKLOADS)
+		--python $(PY_SYSTEM) $(KERNEL_WORKLOADS)
 
 # What the test boots, one "ABI FLAVOUR" line each (rewritten when the pin changes).
 $(KERNEL_LIST): FORCE

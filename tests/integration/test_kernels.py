@@ -5,7 +5,8 @@ busybox-static, the agent and the libraries ldd names, the workloads; its /init 
 tests/kernels/init.sh), and the host's kernel as it runs the rest of the suite.
 
 In each VM the agent runs with the table unwinder required (--unwind dwarf) and --off-cpu over
-`deep` (built -fomit-frame-pointer) in user space and in system calls, and an off-CPU sleeper;
+`deep` (built -fomit-frame-pointer) in user space and in system calls and an off-CPU sleeper,
+then over a Python loop (Debian's python3.11, tests/kernels/pyhot.py);
 /init prints the agent's log and profiles on the serial console (the cloud flavour has no 9p)
 and powers off. Here they are judged with the project's decoder: the program loaded with the
 unwinder and no verifier complaint, names, whole stacks to _start, kernel frames named, the
@@ -28,7 +29,7 @@ import harness
 from harness import TestFailure, check, path, pprof_json, tmpdir
 from test_unwind import DEEP_CHAIN, ROOTS
 
-BOOT_TIMEOUT = 120  # s per kernel; a normal run takes 15-30 s under TCG on 2 cores
+BOOT_TIMEOUT = 120  # s per kernel; a normal run takes 20-30 s under TCG on 2 cores
 WORKLOAD_SECONDS = 6  # what tests/kernels/init.sh runs each workload for
 INTERVAL = 2  # the agent's window there
 FREQUENCY = 100
@@ -36,6 +37,7 @@ MARK = "@@ignis "
 FEATURES = re.compile(r"kernel (\S+) offers: (.*); programs loaded: (\S*)")
 FLAVOURS = {"amd64": "generic", "cloud-amd64": "cloud", "rt-amd64": "PREEMPT_RT"}
 OFFCPU_CHAIN = ["wait_part", "sleeper", "sleep_thread"]
+PY_CHAIN = ["hot", "work", "main", "<module>"]
 
 
 def kernels_dir():
@@ -294,7 +296,32 @@ def judge(run, profiles):
     check(runnable_named >= 0.9 * runnable,
           f"offcpu: {runnable_named / 1e9:.2f} of {runnable / 1e9:.2f} s runnable with the "
           "kernel frames named")
-    return {"deep_share": deep_share, "deep_samples": total, "sys_samples": kernel,
+    # Python (Debian's static python3.11, run alone after the others): the Python walker's
+    # frames hot <- work <- main <- <module> in place of the eval loop's, the native stack
+    # going on under them to _start.
+    pid = run["pids"]["python"]
+    py_total = py_good = 0
+    other = {}
+    for p in steady(profiles, pid):
+        for s in p.samples(pid=pid):
+            frames = p.frames(s)
+            py_total += s["count"]
+            i = frames.index("hot") if "hot" in frames else -1
+            if i >= 0 and frames[i:i + len(PY_CHAIN)] == PY_CHAIN and \
+                    "Py_BytesMain" in frames[i + len(PY_CHAIN):] and complete(frames) and \
+                    not any(f.startswith("_PyEval_EvalFrame") for f in frames):
+                py_good += s["count"]
+            else:
+                key = " <- ".join(frames)
+                other[key] = other.get(key, 0) + s["count"]
+    worst = "".join(f"\n  {c} x {k}" for k, c in sorted(other.items(), key=lambda kv: -kv[1])[:6])
+    check(py_total >= least, f"python: {py_total} samples in its steady windows, expected >= "
+          f"{least}")
+    check(py_good >= 0.9 * py_total,
+          f"python: {py_good} of {py_total} stacks with hot <- work <- main <- <module> over "
+          f"the interpreter's whole stack; others:{worst}")
+    return {"python_share": py_good / py_total, "python_samples": py_total,
+            "deep_share": deep_share, "deep_samples": total, "sys_samples": kernel,
             "sys_share": good / kernel, "offcpu_s": round(slept / 1e9, 2),
             "offcpu_share": slept_whole / slept}
 
@@ -347,7 +374,8 @@ def result_text(ok, figures, detail=""):
         return "FAIL: " + detail.splitlines()[0][:120].replace("|", "/")
     return (f"pass: whole stacks {figures['deep_share']:.0%} (user), "
             f"{figures['sys_share']:.0%} (system calls), "
-            f"{figures['offcpu_share']:.0%} (asleep off-CPU)")
+            f"{figures['offcpu_share']:.0%} (asleep off-CPU), "
+            f"{figures['python_share']:.0%} (Python)")
 
 
 def run_kernel(abi, flavour):

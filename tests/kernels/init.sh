@@ -64,6 +64,11 @@ say "pid deep $p1"
 say "pid deep-sys $p2"
 say "pid offcpu $p3"
 wait $p1 $p2 $p3
+# Then Python alone (Debian's static python3.11, its frames from the Python walker).
+/usr/bin/python3.11 -S -I /w/pyhot.py 6 &
+p4=$!
+say "pid python $p4"
+wait $p4
 sleep 1
 kill -INT $agent
 wait $agent

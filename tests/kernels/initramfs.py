@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""initramfs.py OUT INIT AGENT WORKLOAD...: the root the test kernels boot (an uncompressed
-newc cpio, which every kernel of the matrix unpacks without a decompressor): busybox from
-Debian's busybox-static as /bin/busybox, INIT as /init, the agent as /ignis/ignis, the
-workloads under /w/, and every shared library these need (from ldd) at its own path."""
+"""initramfs.py OUT INIT AGENT [--python PYTHON] WORKLOAD...: the root the test kernels boot
+(an uncompressed newc cpio, which every kernel of the matrix unpacks without a decompressor):
+busybox from Debian's busybox-static as /bin/busybox, INIT as /init, the agent as
+/ignis/ignis, the workloads under /w/, and every shared library these need (from ldd) at its
+own path. With --python, that interpreter at its own path with the few modules of its
+standard library it needs to start with -S -I (the landmark os.py and the UTF-8 codec)."""
 import os
 import re
 import shutil
@@ -12,6 +14,7 @@ import sys
 import tempfile
 
 BUSYBOX = "/bin/busybox"
+PY_START = ("os.py", "encodings/__init__.py", "encodings/aliases.py", "encodings/utf_8.py")
 
 
 def libraries(binary):
@@ -32,9 +35,15 @@ def copy(src, root, dest):
 
 
 def main():
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    python = None
+    if "--python" in args:
+        i = args.index("--python")
+        python = args[i + 1]
+        del args[i:i + 2]
+    if len(args) < 3:
         sys.exit(__doc__)
-    out, init, agent, workloads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    out, init, agent, workloads = args[0], args[1], args[2], args[3:]
     if not os.path.exists(BUSYBOX) or "static" not in subprocess.run(
             ["file", "-L", BUSYBOX], capture_output=True, text=True).stdout:
         sys.exit(f"{BUSYBOX} is not Debian's static busybox: run make deps (busybox-static)")
@@ -48,7 +57,16 @@ def main():
         libs = set(libraries(agent))
         for w in workloads:
             copy(w, root, "/w/" + os.path.basename(w))
-            libs.update(libraries(w))
+            if not w.endswith(".py"):
+                libs.update(libraries(w))
+        if python:
+            copy(python, root, python)
+            libs.update(libraries(python))
+            version = os.path.basename(os.path.realpath(python))  # python3.11
+            stdlib = os.path.join("/usr/lib", version)
+            for f in PY_START:
+                copy(os.path.join(stdlib, f), root, os.path.join(stdlib, f))
+            os.makedirs(os.path.join(root, stdlib.lstrip("/"), "lib-dynload"))
         for lib in sorted(libs):
             copy(lib, root, lib)
         files = subprocess.run(["find", "."], cwd=root, capture_output=True, text=True,

@@ -54,18 +54,18 @@ say "agent-ready"
 
 # Two CPUs: the user-space chain on one, the system-call chain on the other, the off-CPU
 # sleeper between them.
-/w/deep 6 >/dev/null &
+/w/deep 8 >/dev/null &
 p1=$!
-/w/deep 6 sys >/dev/null &
+/w/deep 8 sys >/dev/null &
 p2=$!
-/w/offcpu sleep 1 6 >/dev/null &
+/w/offcpu sleep 1 8 >/dev/null &
 p3=$!
 say "pid deep $p1"
 say "pid deep-sys $p2"
 say "pid offcpu $p3"
 wait $p1 $p2 $p3
 # Then Python alone (Debian's static python3.11, its frames from the Python walker).
-/usr/bin/python3.11 -S -I /w/pyhot.py 6 &
+/usr/bin/python3.11 -S -I /w/pyhot.py 8 &
 p4=$!
 say "pid python $p4"
 wait $p4

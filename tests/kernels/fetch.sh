@@ -18,7 +18,9 @@ if [ -z "$deb" ]; then
 	fi
 	echo "  APT      $pkg (into $cache)"
 	# apt-get download writes into the current folder.
-	(cd "$cache" && apt-get download -q=2 "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+	# (As root, apt warns that it cannot drop privileges to _apt for this folder.)
+	(cd "$cache" && apt-get download -q=2 "$pkg" 2>&1 |
+		grep -v '^W: Download is performed unsandboxed' >&2 || true)
 	deb=$(ls "$cache/${pkg}_"*.deb 2>/dev/null | head -n 1 || true)
 	[ -n "$deb" ] || { echo "apt-get download $pkg failed" >&2; exit 1; }
 fi

@@ -7,6 +7,8 @@
 #   make run       set up, build, profile this host for 30 s, print the hottest functions and
 #                  write the HTML report of the run
 #   make test      set up, build, run every test (unit, sanitizers, integration, format)
+#   make test-kernels  only the kernel matrix: Debian 12's 6.1 kernels under QEMU (part of test)
+#   make kernels-readme  copy the last kernel matrix into README.md ("Verified on")
 #   make bench     benchmarks (QUICK=1 for a short run)
 #   make soak      shipping through outages at full length (30 min; SOAK_MINUTES=N)
 #   make install   PREFIX=/usr/local DESTDIR= (binary, man page, systemd unit, default config)
@@ -202,7 +204,8 @@ DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils pe
 		 prometheus \
 		 clang-format binutils procps util-linux file \
 		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db g++ rustc \
-		 debuginfod elfutils lld python3-flask chromium
+		 debuginfod elfutils lld python3-flask chromium \
+		 qemu-system-x86 busybox-static cpio
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 
 # Installs only what is missing; runs apt-get update only then. npm comes with nodejs from

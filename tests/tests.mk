@@ -424,10 +424,54 @@ fuzz: deps
 
 .PHONY: fuzz fuzz-build fuzz-seeds
 
+# ---- Kernel matrix (tests/integration/test_kernels.py) ---------------------------------------
+# Debian 12's own 6.1 kernels, booted under QEMU with an initramfs of busybox, the agent and
+# workloads. The pin: KERNEL_ABI is the one place to change when the mirror moves on (the
+# fetch fails with how to pick a new one: `apt-cache search linux-image-6.1.0`). The .debs are
+# kept in $(KERNEL_CACHE) and never installed; only their vmlinuz is unpacked.
+KERNEL_ABI ?= 6.1.0-57
+KERNEL_FLAVOURS ?= amd64 cloud-amd64 rt-amd64
+KERNEL_DIR := $(TEST_BUILD)/kernels
+KERNEL_CACHE := $(BUILD)/kernels/debs
+KERNEL_IMAGES := $(KERNEL_FLAVOURS:%=$(KERNEL_DIR)/$(KERNEL_ABI)-%/vmlinuz)
+KERNEL_WORKLOADS := $(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/offcpu tests/kernels/pyhot.py
+KERNEL_INITRAMFS := $(KERNEL_DIR)/initramfs.cpio
+KERNEL_LIST := $(KERNEL_DIR)/kernels.txt
+
+$(KERNEL_DIR)/$(KERNEL_ABI)-%/vmlinuz: tests/kernels/fetch.sh
+	$(Q)tests/kernels/fetch.sh linux-image-$(KERNEL_ABI)-$* $(KERNEL_CACHE) $@
+
+$(KERNEL_INITRAMFS): tests/kernels/initramfs.py tests/kernels/init.sh $(BUILD)/ignis \
+		     $(KERNEL_WORKLOADS)
+	$(call msg,CPIO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(PYTHON) tests/kernels/initramfs.py $@ tests/kernels/init.sh $(BUILD)/ignis \
+		--python $(PY_SYSTEM) $(KERNEL_WORKLOADS)
+
+# What the test boots, one "ABI FLAVOUR" line each (rewritten when the pin changes).
+$(KERNEL_LIST): FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)for f in $(KERNEL_FLAVOURS); do echo "$(KERNEL_ABI) $$f"; done > $@.tmp
+	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+kernels-build: all $(TEST_BUILD)/pprof_dump $(KERNEL_IMAGES) $(KERNEL_INITRAMFS) $(KERNEL_LIST)
+
+test-kernels: deps
+	$(Q)$(MAKE) --no-print-directory kernels-build
+	$(Q)$(PYTHON) tests/run.py --build $(BUILD) --only 'integration: kernels:'
+
+# The README's "Verified on" table, from the last test run's $(KERNEL_DIR)/kernels.md
+# (make test never rewrites the README).
+kernels-readme:
+	$(Q)$(PYTHON) tests/kernels/readme.py $(KERNEL_DIR)/kernels.md README.md
+
+FORCE:
+.PHONY: kernels-build test-kernels kernels-readme FORCE
+
 # ---- Everything -------------------------------------------------------------------------------
 TEST_PREREQS := all $(BUILD)/san/ignis $(UNIT_BINS) $(UNIT_SAN_BINS) $(WORKLOADS) $(FUZZ_BINS) \
 		$(TEST_BUILD)/pprof_dump $(TEST_BUILD)/mkwindows $(TEST_BUILD)/lifecycle \
-		$(TEST_BUILD)/html_page
+		$(TEST_BUILD)/html_page $(KERNEL_IMAGES) $(KERNEL_INITRAMFS) $(KERNEL_LIST)
 
 test-build: $(TEST_PREREQS)
 

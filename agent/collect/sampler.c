@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -257,6 +258,47 @@ static bool switch_passes_prev_state(void)
 	return yes;
 }
 
+static const char *yes_no(int probe)
+{
+	return probe > 0 ? "yes" : probe == 0 ? "no" : "unknown";
+}
+
+/*
+ * One debug line of what this kernel offers the agent and which programs loaded, so that a
+ * run on another kernel (tests/integration/test_kernels.py) records it. The probes load tiny
+ * programs: only at debug level.
+ */
+static void log_kernel_features(const struct sampler *s)
+{
+	struct bpf_program *prog;
+	char progs[256] = "";
+	struct utsname u;
+	bool tp_btf = false;
+	size_t len = 0;
+
+	if (log_max_level < LOG_LEVEL_DEBUG)
+		return;
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "?");
+	bpf_object__for_each_program(prog, s->skel->obj) {
+		if (bpf_program__fd(prog) < 0)
+			continue;
+		if (!strncmp(bpf_program__section_name(prog), "tp_btf/", 7))
+			tp_btf = true;
+		if (len < sizeof(progs))
+			len += (size_t)snprintf(progs + len, sizeof(progs) - len, "%s%s",
+						len ? "," : "", bpf_program__name(prog));
+	}
+	pr_debug("kernel %s offers: btf=%s ringbuf=%s bpf_loop=%s task_storage=%s find_vma=%s "
+		 "tp_btf=%s; programs loaded: %s",
+		 u.release, yes_no(access("/sys/kernel/btf/vmlinux", R_OK) == 0),
+		 yes_no(libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL)),
+		 yes_no(libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL)),
+		 yes_no(libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL)),
+		 yes_no(libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL)),
+		 yes_no(tp_btf), progs);
+}
+
 /* Open, size and load the skeleton, with or without the table unwinder. */
 static int load(struct sampler *s, bool unwind)
 {
@@ -446,6 +488,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		 !opts->offcpu			     ? "off" :
 		 skel->rodata->cfg.switch_prev_state ? "on (thread state from prev_state)" :
 						       "on (thread state from __state)");
+	log_kernel_features(s);
 	return s;
 
 err_out:

@@ -228,7 +228,7 @@ def judge(run, profiles):
     # under them.
     pid = run["pids"]["deep-sys"]
     kernel = good = named = all_sys = 0
-    names = set()
+    names, bad = set(), {}
     for p in steady(profiles, pid):
         for s in p.samples(pid=pid):
             all_sys += s["count"]
@@ -241,6 +241,8 @@ def judge(run, profiles):
                 named += s["count"]
             if whole_deep(p.user_frames(s)) and "deep_hot" in p.user_frames(s):
                 good += s["count"]
+            else:
+                bad[tuple(p.user_frames(s))] = bad.get(tuple(p.user_frames(s)), 0) + s["count"]
     # Under TCG a system call costs more or less of the loop from run to run: a quarter of
     # the samples in the kernel at least (a half to four fifths seen).
     check(all_sys >= least and kernel >= all_sys // 4,
@@ -249,8 +251,9 @@ def judge(run, profiles):
     check(any("getppid" in n for n in names),
           f"deep sys: no getppid among the kernel frames: {sorted(names)[:30]}")
     check(named >= 0.9 * kernel, f"deep sys: {named} of {kernel} kernel stacks fully named")
+    worst = sorted(bad.items(), key=lambda kv: -kv[1])[:3]
     check(good >= 0.9 * kernel, f"deep sys: {good} of {kernel} kernel samples have deep's "
-          "whole chain under them")
+          f"whole chain under them; the others' user stacks, most first: {worst}")
 
     # The off-CPU sleeper thread (tid != pid; its main thread waits in pthread_join): its
     # sleeps with the kernel's frames on top, named, over wait_part <- sleeper <- sleep_thread

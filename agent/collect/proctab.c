@@ -80,6 +80,8 @@ static void image_free(struct proc_image *img)
 
 static void image_remove(struct proctab *pt, struct proc_image *img)
 {
+	if (img->denied)
+		pt->stats.denied--;
 	if (hashmap__find(&pt->by_tgid, &img->id.tgid) == img)
 		hashmap__delete(&pt->by_tgid, &img->id.tgid);
 	hashmap__delete(&pt->images, &img->id);
@@ -484,6 +486,17 @@ static int install_maps(struct proc_image *img, struct mapping_list *l, uint64_t
 	return 0;
 }
 
+/* Maps refused: what anyone may read (name, cgroup) for the image's labels. */
+static void capture_denied(int pid_fd, struct proc_image *img)
+{
+	char comm[sizeof(img->comm)];
+
+	procfs_comm(pid_fd, comm, sizeof(comm));
+	if (comm[0])
+		memcpy(img->comm, comm, sizeof(comm));
+	capture_identity(pid_fd, img);
+}
+
 static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inode, uint64_t window)
 {
 	struct mapping_list l = { 0 };
@@ -508,6 +521,8 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 	len = procfs_read_file(pid_fd, "maps", MAX_MAPS_BYTES, &text);
 	if (len < 0) {
 		err = (int)len;
+		if ((err == -EACCES || err == -EPERM) && !img->nr_maps)
+			capture_denied(pid_fd, img);
 		goto cleanup;
 	}
 	/* After reading the maps: an execve() since the event makes them another image's. */
@@ -533,6 +548,10 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 		goto cleanup;
 	img->captured_ns = now_mono_ns();
 	pt->stats.captures++;
+	if (img->denied) {
+		img->denied = false;
+		pt->stats.denied--;
+	}
 	if (pt->opts.captured)
 		pt->opts.captured(pt->opts.captured_ctx, img);
 
@@ -594,7 +613,15 @@ static int new_image(struct proctab *pt, const struct proc_event *ev, uint64_t w
 	img->exe_inode = ev->exe_inode;
 	img->exe_dev = ev->exe_dev;
 	err = capture(pt, img, ev->exe_inode, window);
-	if (err) {
+	if (err == -EACCES || err == -EPERM) {
+		/* Held without mappings: its samples keep their labels and are counted. */
+		img->denied = true;
+		pt->stats.denied++;
+		pr_warn_ratelimited(3, 1000,
+				    "pid %u (%s): cannot read /proc/%u/maps: %s; its frames stay "
+				    "[unknown] with their addresses (CAP_SYS_PTRACE?)",
+				    id.tgid, img->comm, id.tgid, strerror(-err));
+	} else if (err) {
 		pr_debug("pid %u (%s): cannot capture mappings: %s", id.tgid, img->comm,
 			 strerror(-err));
 		image_free(img);
@@ -678,7 +705,7 @@ const struct proc_mapping *proctab__mapping(struct proctab *pt, struct proc_imag
 {
 	const struct proc_mapping *m = lookup_mapping(img, addr);
 
-	if (m || !recapture || img->exited_window != UINT64_MAX ||
+	if (m || !recapture || img->denied || img->exited_window != UINT64_MAX ||
 	    now_mono_ns() - img->captured_ns < pt->opts.min_recapture_ns)
 		return m;
 	/* A library loaded since the last capture (dlopen): look again, once for a while. */

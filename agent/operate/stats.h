@@ -47,8 +47,12 @@
 	X(KTHREAD, SUM, WIN(kthread_samples), "ignis_samples_kernel_threads_total", "",	\
 	  "kthread", "Samples of kernel threads (no user stack).")			\
 	X(NO_IMAGE, SUM, WIN(no_image_samples), "ignis_samples_without_mappings_total",	\
-	  "", "no_image",								\
-	  "Samples of processes that exited before their mappings were captured.")	\
+	  "reason=\"exited\"", "no_image",						\
+	  "Samples of processes without captured mappings (frames [unknown], addresses "	\
+	  "kept), by reason: exited before the capture, or mappings not readable "	\
+	  "(permission denied: CAP_SYS_PTRACE).")					\
+	X(DENIED, SUM, WIN(denied_samples), "ignis_samples_without_mappings_total",	\
+	  "reason=\"denied\"", "denied", "")						\
 	X(TRUNCATED, SUM, WIN(truncated_stacks), "ignis_samples_truncated_total", "",	\
 	  "truncated", "Samples whose stack ends in [truncated].")			\
 	X(ROOT_UNKNOWN, SUM, WIN(root_unknown_stacks),					\
@@ -115,6 +119,8 @@
 	  "result=\"ok\"", NULL, "Captures of process mappings.")			\
 	X(CAPTURE_ERRORS, TOTAL, PROC(capture_errors), "ignis_process_captures_total",	\
 	  "result=\"error\"", NULL, "")							\
+	X(PROCESSES_DENIED, GAUGE, PROC(denied), "ignis_processes_unreadable", "", NULL,	\
+	  "Process images held whose mappings may not be read (permission denied).")	\
 	X(EXITS_MISSED, TOTAL, PROC(exits_missed), "ignis_process_exits_missed_total",	\
 	  "", NULL, "Process exits found by the rescan, not by an event.")		\
 	X(DEBUG_FOUND, TOTAL, PROC(debug_files), "ignis_debug_files_total",		\

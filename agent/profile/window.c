@@ -754,7 +754,7 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 	struct profile_label labels[5 + MAX_IMAGE_LABELS];
 	enum thread_state state = sample_thread_state(k->flags);
 	uint64_t locs[MAX_FRAMES];
-	struct proc_image *img = NULL;
+	struct proc_image *img = NULL, *frames_img;
 	int n, nr_labels, err;
 	uint32_t group = 0;
 	bool truncated;
@@ -763,13 +763,18 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		img = proctab__find(c->wb->opts.proctab, &id);
 		if (!img && !state)
 			c->stats->no_image_samples += k->count;
+		else if (img && img->denied && !state)
+			c->stats->denied_samples += k->count;
 	} else if (!state) {
 		c->stats->kthread_samples += k->count;
 	}
+	/* A process whose mappings may not be read: its labels, but frames as if it had no
+	 * image ([unknown] with their addresses; no chain is judged against no mappings). */
+	frames_img = img && img->denied ? NULL : img;
 	if (state) {
-		n = offcpu_frames(c, dw, k, img, locs);
+		n = offcpu_frames(c, dw, k, frames_img, locs);
 	} else {
-		n = sample_frames(c, dw, k, img, locs, &truncated);
+		n = sample_frames(c, dw, k, frames_img, locs, &truncated);
 		if (n >= 0 && truncated)
 			c->stats->truncated_stacks += k->count;
 	}

@@ -46,6 +46,7 @@ struct window_stats {
 	uint64_t samples;	      /* samples added to the profile */
 	uint64_t kthread_samples;     /* ... of kernel threads */
 	uint64_t no_image_samples;    /* ... of processes whose mappings were never captured */
+	uint64_t denied_samples;      /* ... of processes whose mappings may not be read */
 	uint64_t frames;	      /* frames resolved, per distinct stack */
 	uint64_t unknown_frames;      /* addresses in no mapping ([unknown]) */
 	uint64_t unnamed_frames;      /* addresses in a mapping that no symbol covers */

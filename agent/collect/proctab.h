@@ -48,6 +48,7 @@ struct proc_mapping {
 	uint64_t inode;	 /* of the mapped file as maps shows it, 0 if none */
 	enum mapping_kind kind;
 	struct sym_object *object; /* owned reference, or NULL */
+	int open_error;		   /* MAPPING_FILE without object: why (-EACCES: refused) */
 	char *name;		   /* path as the process sees it, "[vdso]", "[anon]" */
 	uint64_t stale_window;	   /* gone from the last capture in this window, or
 					 * UINT64_MAX while current */

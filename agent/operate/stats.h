@@ -65,6 +65,16 @@
 	X(UNNAMED_FRAMES, SUM, WIN(unnamed_frames), "ignis_frames_unnamed_total", "",	\
 	  "unnamed_frames",								\
 	  "Addresses in a mapping that no symbol covers, per distinct stack.")		\
+	X(FILE_DENIED_FRAMES, SUM, WIN(file_denied_frames),				\
+	  "ignis_frames_file_unreadable_total", "reason=\"denied\"",			\
+	  "file_denied_frames",								\
+	  "Addresses in a mapped file the agent could not open (address and mapping "	\
+	  "kept, no name), per distinct location, by reason: permission denied "	\
+	  "(CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_CHECKPOINT_RESTORE), or another "	\
+	  "error (deleted, replaced, not ELF).")						\
+	X(FILE_ERROR_FRAMES, SUM, WIN(file_error_frames),				\
+	  "ignis_frames_file_unreadable_total", "reason=\"error\"",			\
+	  "file_error_frames", "")							\
 	X(KERNEL_UNNAMED, SUM, WIN(kernel_unnamed), "ignis_frames_kernel_unnamed_total",	\
 	  "", "kernel_unnamed", "Kernel addresses no kallsyms symbol covers.")		\
 	X(PY_NAMED, SUM, WIN(python_frames), "ignis_python_frames_symbolized_total",	\

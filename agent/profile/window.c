@@ -315,6 +315,7 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 	uint64_t pc = adjust ? ip - 1 : ip, addr;
 	int64_t mapping, loc;
 	uint64_t found;
+	bool unopened;
 	int n = 0;
 
 	*named = false;
@@ -329,6 +330,7 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 	mapping = user_mapping(c, pm);
 	if (mapping < 0)
 		return mapping;
+	unopened = !pm->object && pm->kind == MAPPING_FILE;
 	if (pm->object) {
 		if (sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &addr)) {
 			/* Inside the mapping but in no loadable segment: nothing to name. */
@@ -348,6 +350,11 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 			return n;
 		if (!n)
 			c->stats->unnamed_frames++;
+		/* A file the agent could not open: the frame keeps address and mapping. */
+		if (unopened && (pm->open_error == -EACCES || pm->open_error == -EPERM))
+			c->stats->file_denied_frames++;
+		else if (unopened)
+			c->stats->file_error_frames++;
 		loc = profile__add_location(c->p, (uint64_t)mapping, addr, TAG_NONE, lines,
 					    (uint32_t)n);
 		if (loc < 0)

@@ -211,10 +211,12 @@ static void warn_missing_caps(void)
 	if (hostview_read_caps("/proc", &c))
 		return;
 	if (!hostview_has(&c, HOSTVIEW_CAP_SYS_PTRACE))
-		pr_warn("no CAP_SYS_PTRACE: the mappings (/proc/PID/maps) of processes of other "
-			"users than uid %u, of setuid programs and of processes holding a capability "
-			"ignis lacks (root's, when it runs as root) cannot be read: their frames stay "
-			"[unknown] with their addresses, counted in "
+		pr_warn("no CAP_SYS_PTRACE: the binaries of processes of other users than uid %u, "
+			"of setuid programs and of processes holding a capability ignis lacks "
+			"(root's, when it runs as root) cannot be opened (/proc/PID/root, exe, "
+			"map_files; on some kernels not even their maps read): their frames keep "
+			"their addresses, unnamed ([binary], or [unknown] without maps), counted in "
+			"ignis_frames_file_unreadable_total{reason=\"denied\"} and "
 			"ignis_samples_without_mappings_total{reason=\"denied\"}; run as root with "
 			"all capabilities or grant CAP_SYS_PTRACE",
 			(unsigned int)c.euid);

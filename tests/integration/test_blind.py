@@ -4,6 +4,7 @@ the host's PID namespace it exits 1 with what to fix; without CAP_SYS_PTRACE it 
 the processes it cannot read keep their frames' addresses and are counted; without CAP_BPF
 or CAP_PERFMON the error names the one missing. The real binary, real BPF."""
 import os
+import re
 import subprocess
 import time
 
@@ -64,17 +65,44 @@ def _window_sums(log, keys):
     return out
 
 
+METRICS = "127.0.0.1:19431"
+
+
 def _blind_run(prefix, out):
     """A root `burn` (every capability) profiled by the agent started through `prefix`.
-    Returns (agent's stderr, burn's pid)."""
+    Returns (agent's stderr, burn's pid, its /metrics after two windows)."""
+    import urllib.request
     w = spawn([workload("burn"), "6"])
     time.sleep(0.3)
+    # The debug log to a file: a pipe nobody reads while /metrics is polled would fill up.
+    log_path = os.path.join(tmpdir("ignis-log-"), "agent.log")
+    log = open(log_path, "w")
     agent = spawn(prefix + [path("ignis"), "--output-dir", out, "--interval", "2",
-                            "--duration", "5", "--log-level", "debug"])
-    _, err = wait_exit(agent, 60)
+                            "--duration", "5", "--log-level", "debug",
+                            "--metrics-address", METRICS], stdout=subprocess.DEVNULL,
+                  stderr=log)
+    metrics = "never reached"
+    while agent.poll() is None:  # until two windows are in, while the agent runs
+        time.sleep(0.3)
+        try:
+            with urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=5) as r:
+                metrics = r.read().decode()
+        except OSError as e:
+            metrics = f"unreachable: {e}"
+            continue
+        m = re.search(r"^ignis_windows_total (\d+)$", metrics, re.M)
+        if m and int(m.group(1)) >= 2:
+            break
+    try:
+        agent.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+    log.close()
+    with open(log_path) as f:
+        err = f.read()
     wait_exit(w, 30)
     check(agent.returncode == 0, f"agent exit {agent.returncode}:\n{err[-3000:]}")
-    return err, w.pid
+    return err, w.pid, metrics
 
 
 def test_without_ptrace_frames_keep_addresses_and_are_counted():
@@ -96,7 +124,16 @@ def test_without_ptrace_frames_keep_addresses_and_are_counted():
         os.chmod(out, 0o777)
         if who == "root":  # capsh runs bash: its -c takes the command line
             prefix = prefix + ["-c", 'exec "$0" "$@"']
-        err, pid = _blind_run(prefix, out)
+        err, pid, metrics = _blind_run(prefix, out)
+        # /metrics has the counters by reason (from the one table), nonzero where it counted.
+        m = re.search(r'^ignis_frames_file_unreadable_total\{reason="denied"\} (\d+)$', metrics,
+                      re.M)
+        check(m and int(m.group(1)) > 0, f"{who}: /metrics: {metrics[:3000]}")
+        for series in ('ignis_samples_without_mappings_total{reason="denied"}',
+                       'ignis_samples_without_mappings_total{reason="exited"}',
+                       'ignis_frames_file_unreadable_total{reason="error"}',
+                       "ignis_processes_unreadable "):
+            check(series in metrics, f"{who}: /metrics lacks {series}")
         warns = [line for line in err.splitlines() if "warn" in line]
         check(any("no CAP_SYS_PTRACE" in line and "[unknown]" in line for line in warns),
               f"{who}: no warning about CAP_SYS_PTRACE: {warns}")

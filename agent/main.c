@@ -22,6 +22,7 @@
 #include "../symbolizer/symbolizer.h"
 #include "cycle.h"
 #include "collect/debuginfod.h"
+#include "collect/hostview.h"
 #include "collect/kernel.h"
 #include "collect/kubernetes.h"
 #include "operate/log.h"
@@ -169,6 +170,70 @@ static int check_pids(const struct agent_config *cfg)
 		}
 	}
 	return 0;
+}
+
+/*
+ * Refuse to be blind (issue 20): BPF reports the kernel's process ids, which name the right
+ * /proc/PID only in the initial PID namespace with its own /proc. Elsewhere every frame would
+ * be [unknown] and no process named: exit instead, saying what to fix.
+ */
+static int check_pid_namespace(void)
+{
+	struct hostview_pidns f;
+	const char *why;
+	int err;
+
+	err = hostview_read_pidns("/proc", getpid(), &f);
+	if (err) {
+		pr_err("cannot read /proc/self/status (%s): ignis needs the host's /proc mounted "
+		       "on /proc",
+		       strerror(-err));
+		return err;
+	}
+	why = hostview_pidns_problem(&f);
+	if (!why)
+		return 0;
+	pr_err("%s: ignis would see none of the host's processes (every frame [unknown]); run it "
+	       "on the host, or in the host's PID namespace with the host's /proc (Kubernetes: "
+	       "hostPID: true in the pod spec; docker: --pid=host)",
+	       why);
+	return -EPERM;
+}
+
+/*
+ * BPF loaded: say which processes the agent cannot read for want of a capability, once, with
+ * the fix. Their samples are counted (ignis_samples_without_mappings_total{reason="denied"}).
+ */
+static void warn_missing_caps(void)
+{
+	struct hostview_caps c;
+
+	if (hostview_read_caps("/proc", &c))
+		return;
+	if (!hostview_has(&c, HOSTVIEW_CAP_SYS_PTRACE))
+		pr_warn("no CAP_SYS_PTRACE: the binaries of processes of other users than uid %u, "
+			"of setuid programs and of processes holding a capability ignis lacks "
+			"(root's, when it runs as root) cannot be opened (/proc/PID/root, exe, "
+			"map_files; on some kernels not even their maps read): their frames keep "
+			"their addresses, unnamed ([binary], or [unknown] without maps), counted in "
+			"ignis_frames_file_unreadable_total{reason=\"denied\"} and "
+			"ignis_samples_without_mappings_total{reason=\"denied\"}; run as root with "
+			"all capabilities or grant CAP_SYS_PTRACE",
+			(unsigned int)c.euid);
+	if (!hostview_has(&c, HOSTVIEW_CAP_DAC_READ_SEARCH) &&
+	    !hostview_has(&c, HOSTVIEW_CAP_DAC_OVERRIDE))
+		pr_warn("no CAP_DAC_READ_SEARCH: binaries uid %u may not read (in private folders, "
+			"mode 0711) cannot be opened: their frames keep their addresses and mapping, "
+			"unnamed; grant CAP_DAC_READ_SEARCH",
+			(unsigned int)c.euid);
+	if (!hostview_has(&c, HOSTVIEW_CAP_SYS_ADMIN) &&
+	    (c.cap_last < HOSTVIEW_CAP_CHECKPOINT_RESTORE ||
+	     !hostview_has(&c, HOSTVIEW_CAP_CHECKPOINT_RESTORE)))
+		pr_warn("no %s: deleted or replaced binaries cannot be opened through "
+			"/proc/PID/map_files: their frames keep their addresses and mapping, unnamed; "
+			"grant it",
+			c.cap_last >= HOSTVIEW_CAP_CHECKPOINT_RESTORE ? "CAP_CHECKPOINT_RESTORE" :
+									"CAP_SYS_ADMIN");
 }
 
 static void raise_fd_limit(void)
@@ -534,8 +599,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
 
-	if (start_sampler(&a) || start_symbols(&a))
+	if (check_pid_namespace() || start_sampler(&a) || start_symbols(&a))
 		goto cleanup;
+	warn_missing_caps();
 	if (cfg.kernel_stacks)
 		kernel_symbols = kernel_load_kallsyms(a.symbolizer);
 	if (start_unwinder(&a) || start_python(&a) ||

@@ -80,6 +80,8 @@ static void image_free(struct proc_image *img)
 
 static void image_remove(struct proctab *pt, struct proc_image *img)
 {
+	if (img->denied)
+		pt->stats.denied--;
 	if (hashmap__find(&pt->by_tgid, &img->id.tgid) == img)
 		hashmap__delete(&pt->by_tgid, &img->id.tgid);
 	hashmap__delete(&pt->images, &img->id);
@@ -198,7 +200,7 @@ found:
 /* Open the object behind a file mapping: through map_files (exact, survives deletion),
  * else by path inside the process's root, accepted only if it is the mapped inode. */
 static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_fd,
-				      const struct procmaps_entry *e)
+				      const struct procmaps_entry *e, int *error)
 {
 	dev_t dev = makedev(e->dev_major, e->dev_minor);
 	struct sym_object *obj;
@@ -214,6 +216,8 @@ static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_
 		if (*root_fd < 0)
 			*root_fd = openat(pid_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		fd = *root_fd >= 0 ? procfs_open_in_root(*root_fd, e->path) : -errno;
+		if (*root_fd < 0 && (fd == -EACCES || fd == -EPERM))
+			fd = -EACCES; /* /proc/PID/root itself refused (no CAP_SYS_PTRACE) */
 		if (fd >= 0 && (fstat(fd, &st) || st.st_dev != dev || st.st_ino != e->inode)) {
 			/* Replaced on disk since it was mapped: not the file the process runs. */
 			close(fd);
@@ -222,6 +226,7 @@ static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_
 	}
 	if (fd < 0) {
 		pt->stats.file_errors++;
+		*error = fd;
 		pr_debug("%s: cannot open mapped file: %s", e->path, strerror(-fd));
 		return NULL;
 	}
@@ -230,6 +235,7 @@ static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_
 	close(fd);
 	if (err) {
 		pt->stats.file_errors++;
+		*error = err;
 		pr_debug("%s: not symbolizable: %s", e->path, strerror(-err));
 		return NULL;
 	}
@@ -404,11 +410,12 @@ static int add_mapping(struct proctab *pt, struct proc_image *img, int pid_fd, i
 	for (j = 0; j < img->nr_maps; j++) {
 		if (same_mapping(&img->maps[j], e, kind)) {
 			m->object = sym_object__get(img->maps[j].object);
+			m->open_error = img->maps[j].open_error;
 			return 0;
 		}
 	}
 	if (kind == MAPPING_FILE)
-		m->object = open_object(pt, pid_fd, root_fd, e);
+		m->object = open_object(pt, pid_fd, root_fd, e, &m->open_error);
 	else if (kind == MAPPING_VDSO)
 		m->object = sym_object__get(pt->opts.vdso);
 	return 0;
@@ -416,7 +423,7 @@ static int add_mapping(struct proctab *pt, struct proc_image *img, int pid_fd, i
 
 /* The executable mappings of a maps file (text, modified: lines are cut in place). */
 static int parse_maps(struct proctab *pt, struct proc_image *img, int pid_fd, int *root_fd,
-		      char *text, struct mapping_list *l)
+		      char *text, struct mapping_list *l, uint64_t exe_inode, bool *exe_seen)
 {
 	char *line, *next;
 	int err;
@@ -431,6 +438,8 @@ static int parse_maps(struct proctab *pt, struct proc_image *img, int pid_fd, in
 			pr_debug("pid %u: malformed maps line skipped", img->id.tgid);
 			continue;
 		}
+		if (exe_inode && e.inode == exe_inode)
+			*exe_seen = true;
 		if (!e.exec || !strcmp(e.path, "[vsyscall]"))
 			continue;
 		if (l->nr >= MAX_EXEC_MAPPINGS) {
@@ -484,12 +493,24 @@ static int install_maps(struct proc_image *img, struct mapping_list *l, uint64_t
 	return 0;
 }
 
+/* Maps refused: what anyone may read (name, cgroup) for the image's labels. */
+static void capture_denied(int pid_fd, struct proc_image *img)
+{
+	char comm[sizeof(img->comm)];
+
+	procfs_comm(pid_fd, comm, sizeof(comm));
+	if (comm[0])
+		memcpy(img->comm, comm, sizeof(comm));
+	capture_identity(pid_fd, img);
+}
+
 static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inode, uint64_t window)
 {
 	struct mapping_list l = { 0 };
 	int pid_fd, root_fd = -1, err;
+	uint64_t ticks, exe_now;
+	bool exe_seen = false;
 	char *text = NULL;
-	uint64_t ticks;
 	size_t i;
 	long len;
 
@@ -508,10 +529,15 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 	len = procfs_read_file(pid_fd, "maps", MAX_MAPS_BYTES, &text);
 	if (len < 0) {
 		err = (int)len;
+		if ((err == -EACCES || err == -EPERM) && !img->nr_maps)
+			capture_denied(pid_fd, img);
 		goto cleanup;
 	}
-	/* After reading the maps: an execve() since the event makes them another image's. */
-	if (exe_inode && procfs_exe_inode(pid_fd) != exe_inode) {
+	/* After reading the maps: an execve() since the event makes them another image's. The
+	 * exe link may be refused where the maps are not (root without CAP_SYS_PTRACE reading a
+	 * process with more capabilities): then the maps must show the executable's inode. */
+	exe_now = exe_inode ? procfs_exe_inode(pid_fd) : 0;
+	if (exe_now && exe_now != exe_inode) {
 		pr_debug("pid %u: runs another executable than when sampled (exec since)",
 			 img->id.tgid);
 		err = -ESRCH;
@@ -519,9 +545,15 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 	}
 	procfs_comm(pid_fd, img->comm, sizeof(img->comm));
 	capture_identity(pid_fd, img);
-	err = parse_maps(pt, img, pid_fd, &root_fd, text, &l);
+	err = parse_maps(pt, img, pid_fd, &root_fd, text, &l, exe_now ? 0 : exe_inode, &exe_seen);
 	if (err)
 		goto cleanup;
+	if (exe_inode && !exe_now && !exe_seen) {
+		pr_debug("pid %u: its maps show another executable than when sampled (exec since)",
+			 img->id.tgid);
+		err = -ESRCH;
+		goto cleanup;
+	}
 	/* A process that has exited but not yet been reaped shows no mappings at all. */
 	if (!l.nr) {
 		pr_debug("pid %u: no executable mappings: exiting", img->id.tgid);
@@ -533,6 +565,10 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 		goto cleanup;
 	img->captured_ns = now_mono_ns();
 	pt->stats.captures++;
+	if (img->denied) {
+		img->denied = false;
+		pt->stats.denied--;
+	}
 	if (pt->opts.captured)
 		pt->opts.captured(pt->opts.captured_ctx, img);
 
@@ -594,7 +630,15 @@ static int new_image(struct proctab *pt, const struct proc_event *ev, uint64_t w
 	img->exe_inode = ev->exe_inode;
 	img->exe_dev = ev->exe_dev;
 	err = capture(pt, img, ev->exe_inode, window);
-	if (err) {
+	if (err == -EACCES || err == -EPERM) {
+		/* Held without mappings: its samples keep their labels and are counted. */
+		img->denied = true;
+		pt->stats.denied++;
+		pr_warn_ratelimited(3, 1000,
+				    "pid %u (%s): cannot read /proc/%u/maps: %s; its frames stay "
+				    "[unknown] with their addresses (CAP_SYS_PTRACE?)",
+				    id.tgid, img->comm, id.tgid, strerror(-err));
+	} else if (err) {
 		pr_debug("pid %u (%s): cannot capture mappings: %s", id.tgid, img->comm,
 			 strerror(-err));
 		image_free(img);
@@ -678,7 +722,7 @@ const struct proc_mapping *proctab__mapping(struct proctab *pt, struct proc_imag
 {
 	const struct proc_mapping *m = lookup_mapping(img, addr);
 
-	if (m || !recapture || img->exited_window != UINT64_MAX ||
+	if (m || !recapture || img->denied || img->exited_window != UINT64_MAX ||
 	    now_mono_ns() - img->captured_ns < pt->opts.min_recapture_ns)
 		return m;
 	/* A library loaded since the last capture (dlopen): look again, once for a while. */

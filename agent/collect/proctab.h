@@ -8,7 +8,10 @@
  * the table captures the image's executable mappings and opens each mapped file, so that
  * its symbols stay readable after the process and its mount namespace are gone. It captures
  * again when the executable mappings change (PROC_EV_MMAP) or, rate-limited, when a
- * sample's address falls in no captured mapping. Images of exited processes, and mappings
+ * sample's address falls in no captured mapping. A process whose mappings the agent may not
+ * read (permission denied: another user's, without CAP_SYS_PTRACE) is held all the same,
+ * marked denied, with its name and cgroup and no mapping, so that its samples keep their
+ * labels and are counted. Images of exited processes, and mappings
  * that a later capture no longer shows, live until the window that referenced them has
  * been drained.
  */
@@ -45,6 +48,7 @@ struct proc_mapping {
 	uint64_t inode;	 /* of the mapped file as maps shows it, 0 if none */
 	enum mapping_kind kind;
 	struct sym_object *object; /* owned reference, or NULL */
+	int open_error;		   /* MAPPING_FILE without object: why (-EACCES: refused) */
 	char *name;		   /* path as the process sees it, "[vdso]", "[anon]" */
 	uint64_t stale_window;	   /* gone from the last capture in this window, or
 					 * UINT64_MAX while current */
@@ -63,6 +67,8 @@ struct proc_image {
 	uint64_t captured_ns;	     /* CLOCK_MONOTONIC of the last capture */
 	uint64_t exited_window;	     /* window in which it exited, UINT64_MAX while alive */
 	bool incomplete;	     /* some mapped file could not be opened */
+	bool denied;		     /* its mappings may not be read (no CAP_SYS_PTRACE): none
+				      * held, its frames stay [unknown] with their addresses */
 	uint32_t nspid;		     /* its process id in its own pid namespace (NSpid) */
 	struct sym_perfmap *perfmap; /* its /tmp/perf-NSPID.map, NULL if none */
 	uint64_t perfmap_size;	     /* size of the file when read */
@@ -81,6 +87,7 @@ struct proctab_stats {
 	uint64_t perfmaps_read;	    /* JIT maps (/tmp/perf-PID.map) read or re-read */
 	uint64_t perfmap_malformed; /* ... lines skipped as malformed */
 	uint64_t exits_missed;	    /* exits found by the rescan, not by an event */
+	uint64_t denied;	    /* images held now whose mappings may not be read */
 };
 
 struct proctab_opts {

@@ -22,6 +22,7 @@
 #include "../../bpf/profiler.h"
 #include "profiler.skel.h"
 #include "operate/log.h"
+#include "hostview.h"
 #include "samples.h"
 #include "sampler.h"
 
@@ -156,6 +157,39 @@ static uint32_t size_map(uint32_t asked, const struct sampler_opts *o, uint32_t 
 	return (uint32_t)n;
 }
 
+/*
+ * "permission denied", saying which capability is missing (CAP_BPF, CAP_PERFMON, or
+ * CAP_SYS_ADMIN before Linux 5.8, which had neither), or, with them all effective, what else
+ * refuses: a seccomp profile or a security module, or the locked-memory limit of old kernels.
+ */
+static void explain_permission(const char *what)
+{
+	struct hostview_caps caps;
+	char missing[64];
+
+	if (hostview_read_caps("/proc", &caps)) {
+		pr_err("%s: permission denied; run as root or grant CAP_BPF and CAP_PERFMON "
+		       "(CAP_SYS_ADMIN before Linux 5.8)",
+		       what);
+		return;
+	}
+	hostview_missing_bpf_caps(&caps, missing, sizeof(missing));
+	if (missing[0])
+		pr_err("%s: permission denied: %s missing; run as root or grant %s (and "
+		       "CAP_SYS_RESOURCE on kernels < 5.11, for the locked-memory limit)",
+		       what, missing,
+		       hostview_split_bpf_caps(&caps) ? "CAP_BPF and CAP_PERFMON" :
+							"CAP_SYS_ADMIN");
+	else
+		pr_err("%s: permission denied although %s effective: a seccomp profile "
+		       "(containers: --security-opt seccomp=unconfined), a security module or "
+		       "lockdown refuses bpf(), or the locked-memory limit (kernels < 5.11: "
+		       "`ulimit -l`, CAP_SYS_RESOURCE)",
+		       what,
+		       hostview_has(&caps, HOSTVIEW_CAP_SYS_ADMIN) ? "CAP_SYS_ADMIN is" :
+								     "CAP_BPF and CAP_PERFMON are");
+}
+
 static void explain_load_error(int err)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
@@ -165,9 +199,7 @@ static void explain_load_error(int err)
 	}
 	switch (err) {
 	case -EPERM:
-		pr_err("cannot load BPF: permission denied; run as root or grant CAP_BPF, "
-		       "CAP_PERFMON and CAP_SYS_RESOURCE (for the locked-memory limit on "
-		       "kernels < 5.11)");
+		explain_permission("cannot load BPF");
 		break;
 	case -ENOMEM:
 		pr_err("cannot load BPF: out of memory or locked-memory limit reached; raise "
@@ -562,8 +594,7 @@ static void explain_perf_error(int err)
 	switch (err) {
 	case -EACCES:
 	case -EPERM:
-		pr_err("cannot open perf events: permission denied; run as root or grant "
-		       "CAP_PERFMON (kernel.perf_event_paranoid forbids it otherwise)");
+		explain_permission("cannot open perf events");
 		break;
 	case -ENOENT:
 	case -EOPNOTSUPP:

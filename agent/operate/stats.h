@@ -47,8 +47,12 @@
 	X(KTHREAD, SUM, WIN(kthread_samples), "ignis_samples_kernel_threads_total", "",	\
 	  "kthread", "Samples of kernel threads (no user stack).")			\
 	X(NO_IMAGE, SUM, WIN(no_image_samples), "ignis_samples_without_mappings_total",	\
-	  "", "no_image",								\
-	  "Samples of processes that exited before their mappings were captured.")	\
+	  "reason=\"exited\"", "no_image",						\
+	  "Samples of processes without captured mappings (frames [unknown], addresses "	\
+	  "kept), by reason: exited before the capture, or mappings not readable "	\
+	  "(permission denied: CAP_SYS_PTRACE).")					\
+	X(DENIED, SUM, WIN(denied_samples), "ignis_samples_without_mappings_total",	\
+	  "reason=\"denied\"", "denied", "")						\
 	X(TRUNCATED, SUM, WIN(truncated_stacks), "ignis_samples_truncated_total", "",	\
 	  "truncated", "Samples whose stack ends in [truncated].")			\
 	X(ROOT_UNKNOWN, SUM, WIN(root_unknown_stacks),					\
@@ -61,6 +65,16 @@
 	X(UNNAMED_FRAMES, SUM, WIN(unnamed_frames), "ignis_frames_unnamed_total", "",	\
 	  "unnamed_frames",								\
 	  "Addresses in a mapping that no symbol covers, per distinct stack.")		\
+	X(FILE_DENIED_FRAMES, SUM, WIN(file_denied_frames),				\
+	  "ignis_frames_file_unreadable_total", "reason=\"denied\"",			\
+	  "file_denied_frames",								\
+	  "Addresses in a mapped file the agent could not open (address and mapping "	\
+	  "kept, no name), per distinct location, by reason: permission denied "	\
+	  "(CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, CAP_CHECKPOINT_RESTORE), or another "	\
+	  "error (deleted, replaced, not ELF).")						\
+	X(FILE_ERROR_FRAMES, SUM, WIN(file_error_frames),				\
+	  "ignis_frames_file_unreadable_total", "reason=\"error\"",			\
+	  "file_error_frames", "")							\
 	X(KERNEL_UNNAMED, SUM, WIN(kernel_unnamed), "ignis_frames_kernel_unnamed_total",	\
 	  "", "kernel_unnamed", "Kernel addresses no kallsyms symbol covers.")		\
 	X(PY_NAMED, SUM, WIN(python_frames), "ignis_python_frames_symbolized_total",	\
@@ -115,6 +129,8 @@
 	  "result=\"ok\"", NULL, "Captures of process mappings.")			\
 	X(CAPTURE_ERRORS, TOTAL, PROC(capture_errors), "ignis_process_captures_total",	\
 	  "result=\"error\"", NULL, "")							\
+	X(PROCESSES_DENIED, GAUGE, PROC(denied), "ignis_processes_unreadable", "", NULL,	\
+	  "Process images held whose mappings may not be read (permission denied).")	\
 	X(EXITS_MISSED, TOTAL, PROC(exits_missed), "ignis_process_exits_missed_total",	\
 	  "", NULL, "Process exits found by the rescan, not by an event.")		\
 	X(DEBUG_FOUND, TOTAL, PROC(debug_files), "ignis_debug_files_total",		\

@@ -46,6 +46,9 @@ static void describe(const struct profile *p, struct func_stat *f, uint64_t mapp
 	snprintf(f->entry.binary, sizeof(f->entry.binary), "%s", binary);
 	if (f->name >= 0)
 		snprintf(f->entry.name, sizeof(f->entry.name), "%s", profile__str(p, f->name));
+	else if (binary[0] == '[' && binary[strlen(binary) - 1] == ']')
+		/* Already a pseudo-name ([kernel.kallsyms], [vdso], [anon]): not bracketed again. */
+		snprintf(f->entry.name, sizeof(f->entry.name), "%s", binary);
 	else
 		snprintf(f->entry.name, sizeof(f->entry.name), "[%s]",
 			 *binary ? binary : "unknown");

@@ -315,6 +315,7 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 	uint64_t pc = adjust ? ip - 1 : ip, addr;
 	int64_t mapping, loc;
 	uint64_t found;
+	bool unopened;
 	int n = 0;
 
 	*named = false;
@@ -329,6 +330,7 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 	mapping = user_mapping(c, pm);
 	if (mapping < 0)
 		return mapping;
+	unopened = !pm->object && pm->kind == MAPPING_FILE;
 	if (pm->object) {
 		if (sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &addr)) {
 			/* Inside the mapping but in no loadable segment: nothing to name. */
@@ -348,6 +350,11 @@ static int64_t user_location(struct build_ctx *c, struct proc_image *img, uint64
 			return n;
 		if (!n)
 			c->stats->unnamed_frames++;
+		/* A file the agent could not open: the frame keeps address and mapping. */
+		if (unopened && (pm->open_error == -EACCES || pm->open_error == -EPERM))
+			c->stats->file_denied_frames++;
+		else if (unopened)
+			c->stats->file_error_frames++;
 		loc = profile__add_location(c->p, (uint64_t)mapping, addr, TAG_NONE, lines,
 					    (uint32_t)n);
 		if (loc < 0)
@@ -754,7 +761,7 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 	struct profile_label labels[5 + MAX_IMAGE_LABELS];
 	enum thread_state state = sample_thread_state(k->flags);
 	uint64_t locs[MAX_FRAMES];
-	struct proc_image *img = NULL;
+	struct proc_image *img = NULL, *frames_img;
 	int n, nr_labels, err;
 	uint32_t group = 0;
 	bool truncated;
@@ -763,13 +770,18 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 		img = proctab__find(c->wb->opts.proctab, &id);
 		if (!img && !state)
 			c->stats->no_image_samples += k->count;
+		else if (img && img->denied && !state)
+			c->stats->denied_samples += k->count;
 	} else if (!state) {
 		c->stats->kthread_samples += k->count;
 	}
+	/* A process whose mappings may not be read: its labels, but frames as if it had no
+	 * image ([unknown] with their addresses; no chain is judged against no mappings). */
+	frames_img = img && img->denied ? NULL : img;
 	if (state) {
-		n = offcpu_frames(c, dw, k, img, locs);
+		n = offcpu_frames(c, dw, k, frames_img, locs);
 	} else {
-		n = sample_frames(c, dw, k, img, locs, &truncated);
+		n = sample_frames(c, dw, k, frames_img, locs, &truncated);
 		if (n >= 0 && truncated)
 			c->stats->truncated_stacks += k->count;
 	}

@@ -46,9 +46,12 @@ struct window_stats {
 	uint64_t samples;	      /* samples added to the profile */
 	uint64_t kthread_samples;     /* ... of kernel threads */
 	uint64_t no_image_samples;    /* ... of processes whose mappings were never captured */
+	uint64_t denied_samples;      /* ... of processes whose mappings may not be read */
 	uint64_t frames;	      /* frames resolved, per distinct stack */
 	uint64_t unknown_frames;      /* addresses in no mapping ([unknown]) */
 	uint64_t unnamed_frames;      /* addresses in a mapping that no symbol covers */
+	uint64_t file_denied_frames;  /* ... in a file the agent may not open (permission) */
+	uint64_t file_error_frames;   /* ... in a file it could not open for another reason */
 	uint64_t symbolize_errors;    /* objects whose symbols could not be read */
 	uint64_t truncated_stacks;    /* stacks ending in [truncated] */
 	uint64_t broken_chains;	      /* distinct user stacks cut at a return address in no

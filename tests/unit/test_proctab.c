@@ -57,6 +57,26 @@ static void test_pid_reused(void **state)
 	assert_null(proctab__find(f->pt, &id));
 }
 
+/*
+ * The exe link may be refused where the maps are not (root without CAP_SYS_PTRACE, issue 20):
+ * the fake /proc has none. The maps then decide whether the process still runs the executable
+ * BPF saw: one whose inode they show is captured, another one is an exec since.
+ */
+static void test_exe_unreadable(void **state)
+{
+	struct fake *f = *state;
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	struct proc_id id = the_id();
+
+	ev.exe_inode = f->ino + 1;
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), -ESRCH);
+	assert_null(proctab__find(f->pt, &id));
+	ev.exe_inode = f->ino;
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	assert_non_null(proctab__find(f->pt, &id));
+	assert_int_equal(proctab__find(f->pt, &id)->nr_maps, 1);
+}
+
 /* An exited process lives until its last window is drained. */
 static void test_exit_and_release(void **state)
 {
@@ -165,4 +185,5 @@ UNIT_MAIN("proctab", cmocka_unit_test_setup_teardown(test_capture_and_lookup, se
 	  cmocka_unit_test_setup_teardown(test_exec_retires_only_the_old_image, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_announced_image_revives, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_rescan, setup, teardown),
-	  cmocka_unit_test_setup_teardown(test_recapture_keeps_stale, setup, teardown))
+	  cmocka_unit_test_setup_teardown(test_recapture_keeps_stale, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_exe_unreadable, setup, teardown))

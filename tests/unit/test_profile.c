@@ -279,7 +279,7 @@ static void test_top(void **state)
 	struct profile *p = new_profile();
 	struct top_entry e[8];
 	uint64_t locs[4];
-	int n;
+	int n, i;
 
 	(void)state;
 	build_example(p, locs);
@@ -317,6 +317,15 @@ static void test_top(void **state)
 	n = top_rank(p, TOP_CPU, 0, e, 8);
 	assert_string_equal(e[0].name, "do_syscall_64");
 	assert_int_equal(e[0].self, 7);
+	/* An unnamed kernel frame reads as its mapping's name, not bracketed again. */
+	locs[3] = (uint64_t)profile__add_location(p, 2, 0xffffffff81000000ULL, 0, NULL, 0);
+	assert_int_equal(profile__add_sample(p, &locs[3], 1, NULL, 0, 1), 0);
+	n = top_rank(p, TOP_CPU, 0, e, 8);
+	assert_true(n >= 4);
+	for (i = 0; i < n && strcmp(e[i].name, "[kernel.kallsyms]"); i++)
+		assert_string_not_equal(e[i].name, "[[kernel.kallsyms]]");
+	assert_true(i < n);
+	assert_int_equal(e[i].self, 1);
 	profile__free(p);
 }
 

@@ -5,6 +5,8 @@
  * unwinder's stacks, and the window's figures.
  */
 #include <errno.h>
+#include <grp.h>
+#include <sys/wait.h>
 
 #include "fake_proc.h"
 
@@ -339,6 +341,84 @@ static void test_window_without_image(void **state)
 	drained_window__fini(&w);
 }
 
+/* The checks of test_window_denied_maps, in a child without privileges: 0 when all hold,
+ * else the number of the first that failed. */
+static int denied_maps_child(struct fake *f)
+{
+	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym };
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	uint64_t ips[3] = { LIB_BASE + f->first.addr, LIB_BASE + f->second.addr + 4,
+			    LIB_BASE + 0x1100 };
+	struct proc_id id = the_id();
+	struct proctab_stats st;
+	struct window_stats ws;
+	struct drained_window w;
+	struct proc_image *img;
+	struct profile *p;
+	uint32_t i;
+
+	if (proctab__handle_event(f->pt, &ev, 0))
+		return 1;
+	img = proctab__find(f->pt, &id);
+	if (!img || !img->denied || img->nr_maps || strcmp(img->comm, "fake app"))
+		return 2;
+	proctab__stats(f->pt, &st);
+	if (st.denied != 1 || st.images != 1 || !proctab__knows(f->pt, PID, START_NS, 1))
+		return 3;
+	/* No recapture per frame: the maps stay refused. */
+	if (proctab__mapping(f->pt, img, ips[0], 0, true))
+		return 4;
+	drained_window__init(&w);
+	add_stack(&w, 31, ips, 3);
+	add_sample(&w, PID, 31, 0, 0, "worker", 5);
+	p = build(&wo, &w, &ws);
+	if (ws.denied_samples != 5 || ws.no_image_samples || ws.broken_chains)
+		return 5;
+	/* Every frame kept: [unknown] with its address (return addresses as sampled). */
+	if (p->nr_samples != 1 || p->samples[0].nr_locations != 3)
+		return 6;
+	for (i = 0; i < 3; i++) {
+		const struct profile_location *l = profile__location(p, p->samples[0].locations[i]);
+		const char *name = loc_name(p, p->samples[0].locations[i]);
+
+		if (!l || l->address != ips[i] || l->mapping_id || !name || strcmp(name, "[unknown]"))
+			return 7;
+	}
+	/* The process's name from its image, not the thread's. */
+	if (strcmp(profile__str(p, p->samples[0].labels[2].str), "fake app"))
+		return 8;
+	profile__free(p);
+	drained_window__fini(&w);
+	return 0;
+}
+
+/*
+ * A process whose maps may not be read (issue 20: no CAP_SYS_PTRACE on kernels that ask for
+ * it): held as denied with its name, its frames [unknown] with their addresses, its samples
+ * counted. The maps are made unreadable (mode 000) for a child that drops root, if it has it.
+ */
+static void test_window_denied_maps(void **state)
+{
+	struct fake *f = *state;
+	char path[256];
+	int status;
+	pid_t child;
+
+	snprintf(path, sizeof(path), "%s/maps", f->pid_dir);
+	assert_int_equal(chmod(path, 0), 0);
+	assert_int_equal(chmod(f->root, 0755), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (!child) {
+		if (geteuid() == 0 && (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+				       setresuid(65534, 65534, 65534)))
+			_exit(100);
+		_exit(denied_maps_child(f));
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
 
 /* A stand-in for the code-object cache: serials 1 and 2 are known, any other is not. */
 struct py_fake {
@@ -669,6 +749,7 @@ static void test_window_offcpu_targets(void **state)
 UNIT_MAIN("window", cmocka_unit_test_setup_teardown(test_window_builder, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_table_stacks, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_without_image, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_window_denied_maps, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_fp_steps_checked, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_python_frames, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_offcpu, setup, teardown),

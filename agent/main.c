@@ -439,6 +439,16 @@ static bool fp_step_ok(void *ctx, const struct sym_object *obj, uint64_t vaddr)
 	return unwinder__fp_step_ok(ctx, obj, vaddr);
 }
 
+static bool fp_end_ok(void *ctx, const struct sym_object *obj)
+{
+	return unwinder__fp_end_ok(ctx, obj);
+}
+
+static void object_used(void *ctx, struct sym_object *obj)
+{
+	unwinder__note_use(ctx, obj);
+}
+
 /* The window builder, the local folder, /metrics, and the cycle that uses them. */
 static int start_windows(struct agent *a, bool kernel_symbols)
 {
@@ -451,6 +461,8 @@ static int start_windows(struct agent *a, bool kernel_symbols)
 		.kube = a->kube,
 		.targets = a->server ? server_sink__targets(a->server) : NULL,
 		.fp_step_ok = a->unwinder ? fp_step_ok : NULL,
+		.fp_end_ok = a->unwinder ? fp_end_ok : NULL,
+		.object_used = a->unwinder ? object_used : NULL,
 		.fp_step_ctx = a->unwinder,
 		.offcpu = cfg->offcpu,
 		.python_frame = a->python ? python_frame : NULL,

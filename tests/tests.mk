@@ -15,7 +15,7 @@ WORKLOADS := $(WORKLOAD_DIR)/hot2 $(WORKLOAD_DIR)/burn $(WORKLOAD_DIR)/burn-nopi
 	     $(WORKLOAD_DIR)/hot2-stripped $(WORKLOAD_DIR)/burn-nopie-stripped \
 	     $(WORKLOAD_DIR)/inlined $(WORKLOAD_DIR)/templates $(WORKLOAD_DIR)/rustnames-legacy \
 	     $(WORKLOAD_DIR)/rustnames-v0 $(WORKLOAD_DIR)/jit $(WORKLOAD_DIR)/gomethods \
-	     $(WORKLOAD_DIR)/offcpu
+	     $(WORKLOAD_DIR)/offcpu $(WORKLOAD_DIR)/llvmload
 
 # Code without frame pointers, for the table unwinder: no sibling calls, so every level of
 # the call chain is a real frame (perf --call-graph dwarf is the reference).

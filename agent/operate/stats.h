@@ -179,6 +179,17 @@
 	X(UNWIND_TABLES_EVICTED, TOTAL, UNW(tables_evicted),				\
 	  "ignis_unwind_tables_evicted_total", "", NULL,				\
 	  "Unused tables dropped from the row map to make room.")			\
+	X(UNWIND_TABLES_EVICTED_COLD, TOTAL, UNW(tables_evicted_cold),			\
+	  "ignis_unwind_tables_evicted_in_use_total", "", NULL,				\
+	  "Tables of running processes dropped from the row map to make room because "	\
+	  "their objects were in no stack for two windows (rebuilt when sampled again).")	\
+	X(UNWIND_TABLES_NO_ROOM, TOTAL, UNW(tables_no_room),				\
+	  "ignis_unwind_tables_no_room_total", "", NULL,				\
+	  "Tables that found no room in the row map even after eviction: stacks through "	\
+	  "their objects end in [truncated] (raise --unwind-table-size).")		\
+	X(UNWIND_TABLES_REBUILT, TOTAL, UNW(tables_rebuilt),				\
+	  "ignis_unwind_tables_rebuilt_total", "", NULL,				\
+	  "Tables built again when room could be made after no room or eviction.")	\
 	X(UNWIND_PROCESSES, GAUGE, UNW(processes), "ignis_unwind_processes", "", NULL,	\
 	  "Processes unwound with tables.")						\
 	X(UNWIND_EXECUTABLES, GAUGE, UNW(executables), "ignis_unwind_executables", "",	\

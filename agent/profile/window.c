@@ -432,6 +432,17 @@ static bool fp_step_ok(struct build_ctx *c, struct proc_image *img, uint64_t pc)
 	return c->wb->opts.fp_step_ok(c->wb->opts.fp_step_ctx, pm->object, vaddr);
 }
 
+/* The object of the user frame at pc (NULL: none, or not opened). */
+static struct sym_object *frame_object(struct build_ctx *c, struct proc_image *img, uint64_t pc)
+{
+	const struct proc_mapping *pm;
+
+	if (!img)
+		return NULL;
+	pm = proctab__mapping(c->wb->opts.proctab, img, pc, c->seq, false);
+	return pm ? pm->object : NULL;
+}
+
 /*
  * A stack -> locations, leaf first, once per window for each (image, stack): kernel stacks
  * with img NULL. Marks CONV_TRUNCATED when the walk hit the depth cap.
@@ -451,6 +462,7 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 				  const struct drained_stack *st, bool kernel, int *err)
 {
 	struct stack_conv probe = { .image = img, .stack_id = st->id }, *conv;
+	struct sym_object *obj = NULL, *outer_obj = NULL;
 	const char *outer_name = NULL;
 	bool named = false;
 	uint32_t i;
@@ -502,6 +514,15 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 			return NULL;
 		}
 		conv->locs[conv->nr++] = (uint64_t)loc;
+		/* Which objects the stacks go through: the unwinder keeps their tables. */
+		if (!kernel && !python && (c->wb->opts.object_used || c->wb->opts.fp_end_ok)) {
+			obj = frame_object(c, img, pc);
+			if (obj && obj != outer_obj && c->wb->opts.object_used)
+				c->wb->opts.object_used(c->wb->opts.fp_step_ctx, obj);
+			outer_obj = obj;
+		} else {
+			outer_obj = NULL;
+		}
 		if (!kernel && i + 1 < st->len && caller_by_fp && !fp_step_ok(c, img, pc)) {
 			c->stats->fp_walks_cut++;
 			conv->flags |= CONV_TRUNCATED;
@@ -515,6 +536,14 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 	    (!kernel && !(st->flags & STACK_COMPLETE) && named && outer_name &&
 	     !is_root_function(outer_name)))
 		conv->flags |= CONV_TRUNCATED;
+	/* A walk that ended in code whose table is not loaded (too large for the map) lost its
+	 * way there, named or not: never a bare frame as the stack's root. */
+	else if (!kernel && !(st->flags & STACK_COMPLETE) && !(conv->flags & CONV_TRUNCATED) &&
+		 outer_obj && c->wb->opts.fp_end_ok &&
+		 !c->wb->opts.fp_end_ok(c->wb->opts.fp_step_ctx, outer_obj)) {
+		c->stats->fp_walks_cut++;
+		conv->flags |= CONV_TRUNCATED;
+	}
 	*err = remember(c, conv);
 	return *err ? NULL : conv;
 }

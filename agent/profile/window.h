@@ -87,6 +87,14 @@ typedef bool (*window_python_frame_fn)(void *ctx, const struct proc_image *img, 
  * keeps none there.) */
 typedef bool (*window_fp_step_fn)(void *ctx, const struct sym_object *obj, uint64_t vaddr);
 
+/* A walk that did not reach the outermost frame ended in obj's code: could it have ended
+ * there? (unwinder__fp_end_ok(): false where obj's table is not in the map, so a walk by
+ * frame pointer lost its way in it.) */
+typedef bool (*window_fp_end_fn)(void *ctx, const struct sym_object *obj);
+
+/* obj has a frame in a stack of this window (unwinder__note_use(): eviction by use). */
+typedef void (*window_object_used_fn)(void *ctx, struct sym_object *obj);
+
 struct window_builder_opts {
 	struct proctab *proctab;
 	struct symbolizer *symbolizer;
@@ -95,7 +103,9 @@ struct window_builder_opts {
 	struct kube *kube;	      /* Kubernetes names, or NULL */
 	struct targets *targets;      /* group samples by target (a server's series), or NULL */
 	window_fp_step_fn fp_step_ok; /* checks frame-pointer walks, or NULL (no check) */
-	void *fp_step_ctx;
+	window_fp_end_fn fp_end_ok;   /* checks where incomplete walks ended, or NULL */
+	window_object_used_fn object_used; /* told of each object in a stack, or NULL */
+	void *fp_step_ctx;		   /* of the three above */
 	bool offcpu; /* off-CPU samples go to the targets' offcpu series (targets only) */
 	window_python_frame_fn python_frame; /* names Python frames, or NULL (none named) */
 	void *python_ctx;

@@ -117,6 +117,16 @@ uint64_t extents__deferred(const struct extents *x)
 	return n;
 }
 
+uint64_t extents__free_entries(const struct extents *x)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < x->nr_free; i++)
+		n += x->free[i].len;
+	return n;
+}
+
 uint64_t extents__grace_period(struct extents *x)
 {
 	uint64_t lost = 0;

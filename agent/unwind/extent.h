@@ -62,6 +62,9 @@ int extents__defer(struct extents *x, uint32_t start, uint32_t len)
 /* Entries freed by extents__defer() since the last grace period. */
 uint64_t extents__deferred(const struct extents *x);
 
+/* Entries free now, in runs of any length. */
+uint64_t extents__free_entries(const struct extents *x);
+
 /*
  * A grace period has passed: every deferred extent becomes free. Returns the number of
  * entries that could not be given back for lack of memory (0 normally; they are lost until

@@ -69,6 +69,7 @@ struct unwind_table *unwind_cache__get(struct unwind_cache *c, struct sym_object
 				       bool *created)
 {
 	struct unwind_table *t, probe;
+	const char *name;
 
 	*created = false;
 	table_key(obj, probe.key, sizeof(probe.key));
@@ -87,6 +88,8 @@ struct unwind_table *unwind_cache__get(struct unwind_cache *c, struct sym_object
 	t->last_used = c->tick;
 	t->state = UNWIND_TABLE_BUILDING;
 	t->obj = sym_object__get(obj);
+	name = strrchr(sym_object__name(obj), '/');
+	snprintf(t->name, sizeof(t->name), "%s", name ? name + 1 : sym_object__name(obj));
 	if (hashmap__insert(&c->tables, t->key, t)) {
 		sym_object__put(t->obj);
 		free(t);
@@ -106,6 +109,11 @@ const struct unwind_table *unwind_cache__find(const struct unwind_cache *c,
 	return hashmap__find(&c->tables, key);
 }
 
+struct unwind_table *unwind_cache__find_mut(struct unwind_cache *c, const struct sym_object *obj)
+{
+	return (struct unwind_table *)unwind_cache__find(c, obj);
+}
+
 void unwind_cache__remove(struct unwind_cache *c, struct unwind_table *t)
 {
 	hashmap__delete(&c->tables, t->key);
@@ -118,7 +126,7 @@ void unwind_cache__put(struct unwind_cache *c, struct unwind_table *t)
 {
 	if (!t || --t->users)
 		return;
-	if (t->by_build_id && t->state == UNWIND_TABLE_READY)
+	if (t->by_build_id && (t->state == UNWIND_TABLE_READY || t->no_room))
 		return; /* cached for the next process of this build */
 	if (t->state == UNWIND_TABLE_BUILDING)
 		return; /* the build thread owns it until done; removed when it is handed back */

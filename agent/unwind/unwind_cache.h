@@ -30,8 +30,12 @@ enum unwind_table_state {
 	UNWIND_TABLE_BUILDING, /* queued or on the build thread */
 	UNWIND_TABLE_WAITING,  /* built, waiting for room in the row map (rows held in built) */
 	UNWIND_TABLE_READY,    /* in the row map */
-	UNWIND_TABLE_NONE,     /* no table: no CFI, unreadable, or too large */
+	UNWIND_TABLE_NONE,     /* no table: no CFI, unreadable, or not loaded (no_room, evicted) */
 };
+
+/* A table in use whose object had no frame in the stacks of this many windows is cold: its
+ * rows may be evicted to make room for another table. */
+#define UNWIND_COLD_WINDOWS 2
 
 /* A file a process ran a table's object from, as BPF sees mm->exe_file. */
 struct unwind_exe_ref {
@@ -47,6 +51,19 @@ struct unwind_table {
 	uint32_t users;		/* processes referencing it */
 	uint64_t last_used;	/* cache tick of the last reference */
 	struct sym_object *obj; /* reference held while building, or for good without build ID */
+	char name[64];		/* the object's file name (its last component), for logs */
+
+	/* Use and room (unwinder.c, unwind_publish.c). A NONE table with no_room or evicted has
+	 * CFI but no rows in the map: a frame-pointer walk out of its code cannot be trusted
+	 * (unwinder__fp_step_ok() says so), and it is built again when its object is sampled
+	 * and room can be made. */
+	uint64_t last_sampled; /* window its object last had a frame in a stack */
+	uint64_t retry_window; /* window of the last rebuild for room */
+	uint32_t want_rows;    /* rows of its last build */
+	bool no_room;	       /* did not fit: larger than the map, or no room even after
+				* evicting unused and cold tables */
+	bool evicted;	       /* its rows were evicted while processes used it (cold) */
+	bool logged;	       /* its no-room line was logged (once per table) */
 
 	/* The build thread's while BUILDING (unwind_build.c), then the main thread's. */
 	struct sym_unwind_table built; /* rows, until uploaded */
@@ -102,9 +119,13 @@ struct unwind_table *unwind_cache__get(struct unwind_cache *c, struct sym_object
 const struct unwind_table *unwind_cache__find(const struct unwind_cache *c,
 					      const struct sym_object *obj);
 
+/* The table of obj without taking a reference, or NULL; for marking its use. */
+struct unwind_table *unwind_cache__find_mut(struct unwind_cache *c, const struct sym_object *obj);
+
 /*
  * Drop a reference (t may be NULL). At the last one, a READY table with a build ID stays
- * cached, a BUILDING one stays until the build thread hands it back (the caller then
+ * cached, and so does a no_room one (its state is remembered: not built and logged again
+ * for every process), a BUILDING one stays until the build thread hands it back (the caller then
  * removes it), any other is unloaded (if READY) and freed.
  */
 void unwind_cache__put(struct unwind_cache *c, struct unwind_table *t);

@@ -213,11 +213,16 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 	    b->rows[b->nr_rows - 1].pc - b->rows[0].pc > UINT32_MAX)
 		return -E2BIG;
 	/* Evicted tables' rows come free only after the next grace period: evict no more than
-	 * what could make room then, and wait for it. */
+	 * what could make room then, and wait for it. Unused tables go first, least recently
+	 * used first; then tables in use whose objects were in no stack for a while (eviction
+	 * by use: what is sampled keeps its rows). */
 	while ((start = extents__alloc(&u->rows, n)) < 0) {
-		if (extents__deferred(&u->rows) >= n || !unwind_cache__evict(&u->cache))
-			return -ENOSPC;
-		u->st.tables_evicted++;
+		if (extents__deferred(&u->rows) >= n)
+			return -EAGAIN;
+		if (unwind_cache__evict(&u->cache))
+			u->st.tables_evicted++;
+		else if (!unwinder__evict_cold(u, t))
+			return extents__deferred(&u->rows) ? -EAGAIN : -ENOSPC;
 	}
 	t->base = b->rows[0].pc;
 	for (done = 0; done < n && !err; done += i) {

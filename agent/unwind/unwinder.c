@@ -95,15 +95,48 @@ static void keep_exe_layout(struct unwind_table *t, int err)
 	}
 }
 
+/* Rows, as MiB of --unwind-table-size, rounded up. */
+static unsigned int rows_mib(uint64_t rows)
+{
+	return (unsigned int)((rows * sizeof(struct ignis_unwind_row) + (1 << 20) - 1) >> 20);
+}
+
+/*
+ * t's rows cannot be placed (-E2BIG: larger than the map; -ENOSPC: no room even after
+ * evicting unused and cold tables): it stays without rows, its frames are walked by frame
+ * pointer and cut there ([truncated]), and it is rebuilt when room can be made. Logged once
+ * per table, with what to raise.
+ */
+static void no_room(struct unwinder *u, struct unwind_table *t, int err)
+{
+	uint64_t want = t->built.nr_rows ? t->built.nr_rows : t->want_rows;
+
+	t->state = UNWIND_TABLE_NONE;
+	t->no_room = true;
+	t->want_rows = (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX);
+	u->st.tables_no_room++;
+	unwind_table__release_built(t);
+	if (t->logged)
+		return;
+	t->logged = true;
+	/* What would hold it and every table loaded now, with a quarter to spare. */
+	pr_warn("unwinder: the unwind table of %s (%llu rows, %u MiB) %s the row map "
+		"(--unwind-table-size %u MiB, %u MiB held by the tables of running processes): "
+		"its frames are walked by frame pointer and stacks through them end in "
+		"[truncated]; raise --unwind-table-size to %u MiB or more",
+		t->name, (unsigned long long)want, rows_mib(want),
+		err == -E2BIG ? "is larger than" : "finds no room in", rows_mib(u->opts.max_rows),
+		rows_mib(u->st.rows), rows_mib((u->st.rows + want) * 5 / 4));
+}
+
 /* A built table (or its failure) arrived from the build thread. */
 static void table_built(struct unwinder *u, struct unwind_table *t)
 {
 	int err = t->build_err;
 
 	pr_debug("unwinder: table of %s (%s): %zu rows from %llu bytes of CFI in %.1f ms%s%s",
-		 sym_object__name(t->obj), t->key, t->built.nr_rows,
-		 (unsigned long long)t->built.cfi_bytes, (double)t->build_ns / 1e6, err ? ": " : "",
-		 err ? strerror(-err) : "");
+		 t->name, t->key, t->built.nr_rows, (unsigned long long)t->built.cfi_bytes,
+		 (double)t->build_ns / 1e6, err ? ": " : "", err ? strerror(-err) : "");
 	keep_exe_layout(t, err);
 	u->st.build_ns += t->build_ns;
 	if (err == -ENODATA || (!err && !t->built.nr_rows)) {
@@ -119,17 +152,18 @@ static void table_built(struct unwinder *u, struct unwind_table *t)
 		return;
 	}
 	u->st.tables_built++;
+	t->want_rows = (uint32_t)(t->built.nr_rows < UINT32_MAX ? t->built.nr_rows : UINT32_MAX);
 	err = unwinder__upload_table(u, t);
-	if (err == -ENOSPC) {
+	if (err == -EAGAIN) {
 		t->state = UNWIND_TABLE_WAITING;
 		return;
 	}
+	if (err == -E2BIG || err == -ENOSPC) {
+		no_room(u, t, err);
+		return;
+	}
 	if (err) {
-		if (err == -E2BIG)
-			u->st.tables_no_room++;
-		else
-			pr_warn("unwinder: cannot upload the table of %s: %s", t->key,
-				strerror(-err));
+		pr_warn("unwinder: cannot upload the table of %s: %s", t->key, strerror(-err));
 		t->state = UNWIND_TABLE_NONE;
 		unwind_table__release_built(t);
 	}
@@ -141,8 +175,10 @@ static struct unwind_table *table_get(struct unwinder *u, struct sym_object *obj
 	bool created;
 	struct unwind_table *t = unwind_cache__get(&u->cache, obj, &created);
 
-	if (t && created)
+	if (t && created) {
+		t->last_sampled = u->window; /* new: not cold before it had a chance */
 		unwind_builder__queue(u->builder, t);
+	}
 	return t;
 }
 
@@ -349,6 +385,7 @@ void unwinder__grace_period(struct unwinder *u)
 	struct unwind_table **waiting = NULL;
 	size_t n = 0, cap = 0, i;
 
+	u->window++;
 	grace_period(&u->rows);
 	grace_period(&u->maps);
 	/* Room may have come free for tables that waited for it (collected first: making
@@ -366,8 +403,12 @@ void unwinder__grace_period(struct unwinder *u)
 		struct unwind_table *t = waiting[i];
 		int err = unwinder__upload_table(u, t);
 
-		if (err == -ENOSPC)
+		if (err == -EAGAIN)
 			continue;
+		if (err == -E2BIG || err == -ENOSPC) {
+			no_room(u, t, err);
+			continue;
+		}
 		if (err) {
 			t->state = UNWIND_TABLE_NONE;
 			unwind_table__release_built(t);
@@ -377,6 +418,93 @@ void unwinder__grace_period(struct unwinder *u)
 	}
 	free(waiting);
 	publish_fresh(u);
+}
+
+/* Is t cold: in use, but its object in no stack for UNWIND_COLD_WINDOWS windows? */
+static bool cold(const struct unwinder *u, const struct unwind_table *t)
+{
+	return t->state == UNWIND_TABLE_READY && t->last_sampled + UNWIND_COLD_WINDOWS <= u->window;
+}
+
+bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *keep)
+{
+	struct hashmap_entry *e;
+	struct unwind_table *victim = NULL;
+
+	unwind_cache__for_each(&u->cache, e) {
+		struct unwind_table *t = e->value;
+
+		if (t != keep && t->users && cold(u, t) &&
+		    (!victim || t->last_sampled < victim->last_sampled ||
+		     (t->last_sampled == victim->last_sampled && t->nr_rows > victim->nr_rows)))
+			victim = t;
+	}
+	if (!victim)
+		return false;
+	pr_debug("unwinder: evicting the table of %s (%u rows): no frame in a stack for %llu "
+		 "windows",
+		 victim->name, victim->nr_rows,
+		 (unsigned long long)(u->window - victim->last_sampled));
+	victim->want_rows = victim->nr_rows;
+	/* Its processes first, without it (their old mappings are freed after the next grace
+	 * period, like the rows). */
+	victim->state = UNWIND_TABLE_NONE;
+	victim->evicted = true;
+	hashmap__for_each(&u->processes, e) {
+		struct unwind_process *p = e->value;
+		size_t i;
+
+		for (i = 0; i < p->nr_maps; i++) {
+			if (p->maps[i].table == victim) {
+				unwinder__publish(u, p);
+				break;
+			}
+		}
+	}
+	unwinder__unload_table(u, victim);
+	victim->nr_rows = 0;
+	u->st.tables_evicted_cold++;
+	return true;
+}
+
+/* Rows that could be had for t now or after the next grace period: free, deferred, and held
+ * by unused or cold tables. */
+static uint64_t room_for(const struct unwinder *u, const struct unwind_table *t)
+{
+	struct hashmap_entry *e;
+	uint64_t n = extents__free_entries(&u->rows) + extents__deferred(&u->rows);
+
+	unwind_cache__for_each(&u->cache, e) {
+		const struct unwind_table *o = e->value;
+
+		if (o != t && o->state == UNWIND_TABLE_READY && (!o->users || cold(u, o)))
+			n += o->nr_rows;
+	}
+	return n;
+}
+
+void unwinder__note_use(struct unwinder *u, struct sym_object *obj)
+{
+	struct unwind_table *t;
+
+	if (!obj)
+		return;
+	t = unwind_cache__find_mut(&u->cache, obj);
+	if (!t)
+		return;
+	t->last_sampled = u->window;
+	if (t->state != UNWIND_TABLE_NONE || !(t->no_room || t->evicted) || !t->users ||
+	    t->retry_window == u->window || t->want_rows > u->opts.max_rows ||
+	    room_for(u, t) < t->want_rows)
+		return;
+	/* Built again (the rows were not kept): queued like a new table. */
+	t->retry_window = u->window;
+	t->no_room = t->evicted = false;
+	if (!t->obj)
+		t->obj = sym_object__get(obj);
+	t->state = UNWIND_TABLE_BUILDING;
+	u->st.tables_rebuilt++;
+	unwind_builder__queue(u->builder, t);
 }
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats)
@@ -408,6 +536,8 @@ bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj
 	if (!obj)
 		return true;
 	t = unwind_cache__find(&u->cache, obj);
+	if (t && t->state == UNWIND_TABLE_NONE && (t->no_room || t->evicted))
+		return false; /* CFI without rows in the map: the walk cannot be trusted here */
 	if (!t || t->state != UNWIND_TABLE_READY || vaddr < t->base || vaddr - t->base > UINT32_MAX)
 		return true;
 	rel = vaddr - t->base;
@@ -434,4 +564,11 @@ bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj
 	if (type == UNWIND_CFA_RBP) /* the standard frame: rbp at the saved rbp, then the RA */
 		return r.cfa_off == 2 && r.type >> 4 == UNWIND_RBP_AT_CFA && r.rbp_off == -2;
 	return true; /* no CFI, outermost, signal, unsupported: the table cannot tell */
+}
+
+bool unwinder__fp_end_ok(const struct unwinder *u, const struct sym_object *obj)
+{
+	const struct unwind_table *t = obj ? unwind_cache__find(&u->cache, obj) : NULL;
+
+	return !t || t->state != UNWIND_TABLE_NONE || !(t->no_room || t->evicted);
 }

@@ -38,8 +38,12 @@ struct unwinder_stats {
 	uint64_t table_errors;	      /* objects whose CFI could not be read (no table: fp) */
 	uint64_t tables_no_cfi;	      /* objects with no CFI at all */
 	uint64_t tables_evicted;      /* unused tables dropped to make room */
+	uint64_t tables_evicted_cold; /* tables in use but cold (no frame in a stack for
+				       * UNWIND_COLD_WINDOWS windows) dropped to make room */
+	uint64_t tables_rebuilt;      /* tables built again for room after no_room or eviction */
 	uint64_t tables_no_room;      /* tables that did not fit in the row map even after
-				    * eviction (their frames are walked with frame pointers) */
+				       * eviction (their frames are walked with frame pointers,
+				       * and stacks through them end in [truncated]) */
 	uint64_t build_ns;	      /* time spent building tables, ns */
 	uint64_t processes_published; /* process mapping sets written */
 	uint64_t processes_no_room;   /* publications that failed: a map was full (retried after
@@ -100,5 +104,19 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats);
  * Reads the rows from the kernel (a few map lookups).
  */
 bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj, uint64_t vaddr);
+
+/*
+ * A walk that did not reach the outermost frame ended in obj's code: false when obj has CFI
+ * but its table is not in the map (too large, no room, evicted), so the walk by frame
+ * pointer lost its way there and the stack must end in [truncated]. True otherwise.
+ */
+bool unwinder__fp_end_ok(const struct unwinder *u, const struct sym_object *obj);
+
+/*
+ * obj had a frame in a stack of the window being built: its table is in use (eviction by
+ * use keeps it), and a table that was not loaded for room is queued to be built again when
+ * room can be made for it (at most once per window).
+ */
+void unwinder__note_use(struct unwinder *u, struct sym_object *obj);
 
 #endif /* IGNIS_UNWINDER_H */

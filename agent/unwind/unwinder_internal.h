@@ -48,17 +48,27 @@ struct unwinder {
 	struct hashmap processes;  /* tgid -> struct unwind_process */
 	struct extents rows, maps; /* of unwind_rows and unwind_maps */
 	uint32_t next_version;
+	uint64_t window; /* grace periods so far: the window count, for use by window */
 	struct unwinder_stats st;
 	struct unwind_builder *builder;
 };
 
 /*
- * Put a built table's rows into unwind_rows (evicting unused tables to make room), then its
- * waiting unwind_exes entries; on success it is READY and its built rows are freed.
- * Returns 0, -ENOSPC (no room before the next grace period: it waits), -E2BIG (too large
- * for the map) or the map update's -errno.
+ * Put a built table's rows into unwind_rows (evicting unused tables, then cold ones in use, to
+ * make room), then its waiting unwind_exes entries; on success it is READY and its built
+ * rows are freed. Returns 0, -EAGAIN (room comes free at the next grace period: it waits),
+ * -ENOSPC (no room even after evicting every unused and cold table), -E2BIG (too large for
+ * the map) or the map update's -errno.
  */
 int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
+
+/*
+ * Evict the coldest table in use (READY, not t, its object in no stack for
+ * UNWIND_COLD_WINDOWS windows, least recently sampled first): its processes are published
+ * again without it, its rows are freed after the next grace period, and it is rebuilt when
+ * its object is sampled again. Returns false when no table is that cold.
+ */
+bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *t);
 
 /* The unload callback of u's cache: remove t's unwind_exes entries, defer its rows. */
 void unwinder__unload_table(void *ctx, struct unwind_table *t);

@@ -368,3 +368,60 @@ def test_exec_churn_no_wrong_stacks_tables_freed_memory_flat():
     check(metric(late, "ignis_unwind_executable_only_total") > 0 and
           metric(late, "ignis_unwind_executables") > 0, "no sample unwound by executable")
     check(good >= 0.85 * total, f"{good} of {total} samples of deep have the whole chain")
+
+
+LLVM_CHAIN = ["parse_module", "run_parse", "main"]
+NO_ROOM_LINE = re.compile(r"unwinder: the unwind table of (libLLVM-14\.so\.1) \((\d+) rows, "
+                          r"\d+ MiB\) is larger than the row map .*raise --unwind-table-size "
+                          r"to (\d+) MiB or more")
+
+
+def test_table_too_large_for_the_row_map_logged_once_and_stacks_marked():
+    """Issue 20 part 4: libLLVM-14's table (about 950 000 rows, 7.2 MiB) with a 4 MiB row
+    map. The agent says so once, naming the library and what to raise, however many
+    processes map it; a sample in libLLVM keeps its leaf, and its stack is either whole (to
+    a root) or ends in [truncated]: never in a bare unmarked frame of the library, where the
+    frame-pointer walk through code built without frame pointers lost its way."""
+    agent = Agent("--unwind-table-size", "4MiB", *DWARF, interval=2).wait_ready()
+    time.sleep(0.5)
+    pids = []
+    for seconds in ("3", "2"):  # two processes: the second must not log again
+        proc = spawn([workload("llvmload"), seconds])
+        _, err = wait_exit(proc, 60)
+        check(proc.returncode == 0, f"llvmload failed: {err}")
+        pids.append(proc.pid)
+    time.sleep(2.5)  # one more window
+    agent.stop()
+    check(agent.returncode == 0, f"agent exit {agent.returncode}:\n{agent.stderr()[-2000:]}")
+    log = agent.stderr()
+    lines = [m for m in map(NO_ROOM_LINE.search, log.splitlines()) if m]
+    check(len(lines) == 1, f"{len(lines)} no-room lines for libLLVM (want 1):\n"
+          + "\n".join(l for l in log.splitlines() if "unwind table of" in l)[-2000:])
+    rows, want = int(lines[0].group(2)), int(lines[0].group(3))
+    check(rows * 8 > 4 << 20 and want << 20 >= rows * 8,
+          f"{rows} rows, raise to {want} MiB: the line's figures do not add up")
+
+    in_lib = marked = whole = 0
+    bare = {}
+    for p in profiles_of(agent):
+        for s in (s for pid in pids for s in p.samples(pid=pid)):
+            frames = p.user_frames(s)
+            files = [os.path.basename(p.mappings.get(p.locations[l]["mapping"], {})
+                                      .get("file", "")) for l in s["locations"]]
+            if not any(f.startswith("libLLVM-14") for f in files):
+                continue
+            in_lib += s["count"]
+            if frames[-1] == "[truncated]":
+                marked += s["count"]
+            elif frames[-1] in ROOTS:
+                whole += s["count"]
+            else:
+                key = " <- ".join(frames)
+                bare[key] = bare.get(key, 0) + s["count"]
+    # 5 s of one busy thread at 100 Hz: ~500 samples, most in the library (fewer on a busy
+    # host); 60 samples without one bare frame is no accident.
+    check(in_lib >= 60, f"only {in_lib} samples in libLLVM-14:\n{log[-1500:]}")
+    worst = sorted(bare.items(), key=lambda kv: -kv[1])[:6]
+    check(not bare, f"{sum(bare.values())} of {in_lib} libLLVM samples end in an unmarked "
+          f"frame:" + "".join(f"\n  {c} x {k}" for k, c in worst))
+    check(marked > 0, f"no libLLVM sample ends in [truncated] ({whole} whole)")

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,8 @@
 /* kallsyms is read again at most this often when kernel addresses stay unnamed. */
 #define KALLSYMS_RELOAD_NS (300 * NSEC_PER_SEC)
 #define GZIP_LEVEL	   6
+/* After closing this much DWARF (bytes), give the heap's free memory back to the system. */
+#define DWARF_TRIM_BYTES (1 << 20)
 
 struct cycle {
 	struct cycle_opts opts;
@@ -443,6 +446,11 @@ static void release(struct cycle *c, const struct window *w)
 	int n;
 
 	proctab__release(c->opts.proctab, w->seq);
+	/* DWARF's sections stay in memory only while a window is symbolized (libc6-dbg's libc
+	 * alone holds 10-14 MiB open); what they named stays in the address caches. glibc keeps
+	 * freed blocks of that size in the heap unless asked. */
+	if (symbolizer__release_dwarf(c->opts.symbolizer) >= DWARF_TRIM_BYTES)
+		malloc_trim(0);
 	if (c->opts.python)
 		python__release(c->opts.python, w->seq);
 	proctab__rescan(c->opts.proctab, c->seq);

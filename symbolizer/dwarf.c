@@ -12,6 +12,17 @@
  * innermost frame's line is the address's row of the line table; each outer frame's line is
  * the call site recorded in the inlined scope it contains (DW_AT_call_file/call_line). The
  * last frame is the DW_TAG_subprogram the code was inlined into.
+ *
+ * Memory. libdw reads every debug section it knows into memory when the file is opened (a
+ * compressed section, as Debian's -dbg and -dbgsym files have them, decompressed whole),
+ * and keeps each CU's line table and abbreviations once read: libc6-dbg's libc costs 10-14
+ * MiB that way. What a library's DWARF costs between lookups is what we index ourselves:
+ * the CU ranges (kept) and the scope index of each CU looked up (on demand, at most
+ * SYM_DWARF_MAX_SCOPE_BYTES per object, least recently used CUs dropped first). The libdw
+ * handle with its sections and line tables is opened on demand and closed by
+ * sym_dwarf__release(), which the symbolizer's user calls once a batch of lookups is done
+ * (the agent: after each window); resolved addresses stay in the address cache, so a library
+ * is opened again only for addresses not seen before.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -41,19 +52,23 @@ struct scope {
  * its DIE tree instead of one per address (dwarf_getscopes walks it every time). */
 struct unit_index {
 	struct scope *scopes;
-	size_t nr;
+	size_t nr, cap;
+	uint64_t last_used; /* lookup tick */
 	bool built;
 };
 
 struct sym_dwarf {
-	Elf *elf;
+	Elf *elf; /* with dw: the libdw handle, NULL while released */
 	Dwarf *dw;
 	int fd;
+	bool unusable; /* opening it again failed: no more lookups */
 	struct cu_range *ranges;
 	size_t nr_ranges;
 	struct unit_index *units;
 	size_t nr_units;
-	size_t bytes;
+	size_t section_bytes; /* debug sections, as libdw holds them while open */
+	size_t scope_bytes;   /* the built scope indexes */
+	uint64_t tick;
 };
 
 static int cmp_range(const void *a, const void *b)
@@ -160,7 +175,26 @@ static bool string_sections_terminated(Elf *elf)
 	return true;
 }
 
-struct sym_dwarf *sym_dwarf__open(int fd)
+/* Open the libdw handle (again). Returns 0 or -EINVAL (not DWARF we can read). */
+static int open_handle(struct sym_dwarf *d)
+{
+	d->elf = elf_begin(d->fd, ELF_C_READ, NULL);
+	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !sym_has_debug_info(d->elf) ||
+	    !string_sections_terminated(d->elf))
+		goto err_out;
+	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
+	if (!d->dw)
+		goto err_out;
+	return 0;
+
+err_out:
+	if (d->elf)
+		elf_end(d->elf);
+	d->elf = NULL;
+	return -EINVAL;
+}
+
+struct sym_dwarf *sym_dwarf__open(int fd, size_t max_bytes)
 {
 	struct sym_dwarf *d = calloc(1, sizeof(*d));
 
@@ -169,16 +203,15 @@ struct sym_dwarf *sym_dwarf__open(int fd)
 	d->fd = dup(fd);
 	if (d->fd < 0)
 		goto err_out;
-	d->elf = elf_begin(d->fd, ELF_C_READ, NULL);
-	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !sym_has_debug_info(d->elf) ||
-	    !string_sections_terminated(d->elf))
+	if (open_handle(d))
 		goto err_out;
-	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
-	if (!d->dw)
+	d->section_bytes = debug_bytes(d->elf);
+	if (max_bytes && d->section_bytes > max_bytes) {
+		errno = E2BIG;
 		goto err_out;
+	}
 	if (index_units(d) || !d->nr_ranges)
 		goto err_out;
-	d->bytes = sizeof(*d) + d->nr_ranges * sizeof(*d->ranges) + debug_bytes(d->elf);
 	return d;
 
 err_out:
@@ -186,14 +219,22 @@ err_out:
 	return NULL;
 }
 
+size_t sym_dwarf__release(struct sym_dwarf *d)
+{
+	if (!d || !d->dw)
+		return 0;
+	dwarf_end(d->dw);
+	elf_end(d->elf);
+	d->dw = NULL;
+	d->elf = NULL;
+	return d->section_bytes;
+}
+
 void sym_dwarf__free(struct sym_dwarf *d)
 {
 	if (!d)
 		return;
-	if (d->dw)
-		dwarf_end(d->dw);
-	if (d->elf)
-		elf_end(d->elf);
+	sym_dwarf__release(d);
 	if (d->fd >= 0)
 		close(d->fd);
 	for (size_t i = 0; d->units && i < d->nr_units; i++)
@@ -205,7 +246,40 @@ void sym_dwarf__free(struct sym_dwarf *d)
 
 size_t sym_dwarf__bytes(const struct sym_dwarf *d)
 {
-	return d ? d->bytes : 0;
+	if (!d)
+		return 0;
+	return sizeof(*d) + d->nr_ranges * sizeof(*d->ranges) + d->nr_units * sizeof(*d->units) +
+	       d->scope_bytes + (d->dw ? d->section_bytes : 0);
+}
+
+/* Drop the scope index of unit u. */
+static void drop_unit(struct sym_dwarf *d, struct unit_index *u)
+{
+	d->scope_bytes -= u->cap * sizeof(*u->scopes);
+	free(u->scopes);
+	u->scopes = NULL;
+	u->nr = u->cap = 0;
+	u->built = false;
+}
+
+/* Keep the scope indexes within SYM_DWARF_MAX_SCOPE_BYTES, dropping the least recently used
+ * first, never keep (the one just built). */
+static void trim_units(struct sym_dwarf *d, const struct unit_index *keep)
+{
+	while (d->scope_bytes > SYM_DWARF_MAX_SCOPE_BYTES) {
+		struct unit_index *victim = NULL;
+		size_t i;
+
+		for (i = 0; i < d->nr_units; i++) {
+			struct unit_index *u = &d->units[i];
+
+			if (u != keep && u->cap && (!victim || u->last_used < victim->last_used))
+				victim = u;
+		}
+		if (!victim)
+			return;
+		drop_unit(d, victim);
+	}
 }
 
 /* The CU whose range covers pc: the last range starting at or below pc that contains it. */
@@ -272,7 +346,6 @@ static int cmp_scope(const void *a, const void *b)
 
 struct walk {
 	struct unit_index *u;
-	size_t cap;
 	int err;
 };
 
@@ -295,7 +368,7 @@ static void walk_scopes(struct walk *w, Dwarf_Die *die, int32_t parent, uint32_t
 				if (hi <= lo)
 					continue;
 				if (w->u->nr >= SYM_MAX_SYMBOLS ||
-				    sym_grow((void **)&w->u->scopes, &w->cap, w->u->nr + 1,
+				    sym_grow((void **)&w->u->scopes, &w->u->cap, w->u->nr + 1,
 					     sizeof(*w->u->scopes))) {
 					w->err = -ENOMEM;
 					return;
@@ -323,12 +396,19 @@ static int build_unit(struct sym_dwarf *d, struct unit_index *u, Dwarf_Die *cudi
 
 	u->built = true;
 	walk_scopes(&w, cudie, -1, 0);
-	if (w.err || !u->nr)
+	d->scope_bytes += u->cap * sizeof(*u->scopes);
+	if (w.err) {
+		drop_unit(d, u);
 		return w.err;
+	}
+	if (!u->nr)
+		return 0;
 	/* Sort, then point parents at their new places. */
 	where = malloc(u->nr * sizeof(*where));
-	if (!where)
+	if (!where) {
+		drop_unit(d, u);
 		return -ENOMEM;
+	}
 	qsort(u->scopes, u->nr, sizeof(*u->scopes), cmp_scope);
 	for (i = 0; i < u->nr; i++)
 		where[u->scopes[i].id] = (int32_t)i;
@@ -336,7 +416,7 @@ static int build_unit(struct sym_dwarf *d, struct unit_index *u, Dwarf_Die *cudi
 		if (u->scopes[i].parent >= 0)
 			u->scopes[i].parent = where[u->scopes[i].parent];
 	free(where);
-	d->bytes += w.cap * sizeof(*u->scopes);
+	trim_units(d, u);
 	return 0;
 }
 
@@ -368,10 +448,17 @@ int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t pc, struct sym_dwarf_frame *
 	uint32_t line = 0;
 	int n = 0, lineno;
 
+	if (d->unusable)
+		return 0;
+	if (!d->dw && open_handle(d)) {
+		d->unusable = true; /* the file changed under its descriptor? */
+		return 0;
+	}
 	r = find_cu(d, pc, &cudie);
 	if (!r)
 		return 0;
 	u = &d->units[r->unit];
+	u->last_used = ++d->tick;
 	if (!u->built && build_unit(d, u, &cudie))
 		return 0;
 	sc = innermost_scope(u, pc);

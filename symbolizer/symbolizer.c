@@ -121,9 +121,39 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *stat
 	*stats = s->stats;
 }
 
-/* Keep the cache within budget, never evicting `keep` (the table just used). */
+/* Close t's DWARF handle, if open. Returns the bytes released. */
+static size_t release_dwarf(struct symbolizer *s, struct symtab *t)
+{
+	size_t before = sym_dwarf__bytes(t->dwarf), released = sym_dwarf__release(t->dwarf);
+
+	if (!released)
+		return 0;
+	t->bytes -= before - sym_dwarf__bytes(t->dwarf);
+	s->stats.cache_bytes -= before - sym_dwarf__bytes(t->dwarf);
+	s->stats.dwarf_released++;
+	return released;
+}
+
+size_t symbolizer__release_dwarf(struct symbolizer *s)
+{
+	struct symtab *t;
+	size_t total = 0;
+
+	for (t = s->lru_head; t; t = t->lru_next)
+		total += release_dwarf(s, t);
+	return total;
+}
+
+/* Keep the cache within budget, never evicting `keep` (the table just used): first close
+ * the DWARF handles of the others, least recently used first (cheap: they open again on
+ * demand), then drop whole tables. */
 static void enforce_budget(struct symbolizer *s, const struct symtab *keep)
 {
+	struct symtab *t;
+
+	for (t = s->lru_tail; t && s->stats.cache_bytes > s->opts.cache_max_bytes; t = t->lru_prev)
+		if (t != keep)
+			release_dwarf(s, t);
 	while (s->stats.cache_bytes > s->opts.cache_max_bytes && s->lru_tail &&
 	       s->lru_tail != keep) {
 		sym_table_drop(s, s->lru_tail);
@@ -171,7 +201,14 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 		goto err_out;
 	/* DWARF, when the file carries it: names, lines and inline frames. */
 	if (!o->image) {
-		t->dwarf = sym_dwarf__open(fd);
+		/* One object's DWARF may take half the budget while open, no more. */
+		t->dwarf = sym_dwarf__open(fd, s->opts.cache_max_bytes / 2);
+		if (!t->dwarf && errno == E2BIG)
+			sym_log(s, SYM_LOG_INFO,
+				"%s: DWARF larger than half the symbol cache (%zu MiB): names "
+				"from its symbol table only, no inline frames or lines (raise the "
+				"cache size to use it)",
+				o->name, s->opts.cache_max_bytes >> 20);
 		t->bytes += sym_dwarf__bytes(t->dwarf);
 	}
 	if (!tsearch(t, &s->tables, sym_cmp_table)) {

@@ -46,7 +46,8 @@ typedef void (*symbolizer_print_fn)(enum sym_log_level level, const char *fmt, v
 
 struct symbolizer_opts {
 	size_t sz;		   /* sizeof(struct symbolizer_opts) */
-	size_t cache_max_bytes;	   /* budget for cached symbol tables, bytes; 0: default */
+	size_t cache_max_bytes;	   /* budget for cached symbol tables, bytes; 0: default; one
+				    * object's DWARF may take half of it (larger: not used) */
 	symbolizer_print_fn print; /* diagnostics; NULL: discarded */
 };
 
@@ -64,6 +65,7 @@ struct symbolizer_stats {
 	uint64_t addr_hits;	      /* lookups answered from resolved addresses (DWARF) */
 	uint64_t debug_files;	      /* separate debug files accepted */
 	uint64_t debug_files_refused; /* ... refused: another build ID or a wrong CRC */
+	uint64_t dwarf_released;      /* DWARF handles closed by symbolizer__release_dwarf() */
 };
 
 /* Create a symbolizer. Returns NULL with errno set (EINVAL, ENOMEM). */
@@ -73,6 +75,16 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);
 void symbolizer__free(struct symbolizer *s);
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *stats);
+
+/*
+ * Close every open DWARF handle: the debug sections libdw holds in memory (decompressed
+ * whole: 10-14 MiB for libc6-dbg's libc) and the line tables it read. The indexes and the
+ * resolved addresses stay cached; an object's handle is opened again on its next lookup of
+ * an address not resolved before. Call it when a batch of lookups is done (the agent: after
+ * each window). Frames returned before are invalid after it. Returns the bytes released by
+ * the cache's count (the caller may give them back to the system with malloc_trim()).
+ */
+size_t symbolizer__release_dwarf(struct symbolizer *s);
 
 /*
  * Objects.

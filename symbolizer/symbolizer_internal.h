@@ -163,14 +163,23 @@ struct sym_dwarf_frame {
 	uint64_t start;		  /* entry address of the function, 0 if unknown */
 };
 
+/* Scope indexes (function and inline ranges) one object's DWARF keeps at most, bytes. */
+#define SYM_DWARF_MAX_SCOPE_BYTES (4UL << 20)
+
 /* Open the DWARF of the ELF file behind fd (borrowed; duplicated). NULL when the file has no
- * usable DWARF (no .debug_info, malformed, no compilation unit with an address range). */
-struct sym_dwarf *sym_dwarf__open(int fd);
+ * usable DWARF (no .debug_info, malformed, no compilation unit with an address range), or
+ * with errno E2BIG when its debug sections exceed max_bytes (0: no cap). The libdw handle
+ * stays open until sym_dwarf__release(). */
+struct sym_dwarf *sym_dwarf__open(int fd, size_t max_bytes);
 void sym_dwarf__free(struct sym_dwarf *d);
-/* Memory the open DWARF holds, bytes. */
+/* Close the libdw handle (its sections and line tables), keeping the CU and scope indexes;
+ * the next lookup opens it again. Strings of earlier lookups are invalid after it. Returns
+ * the bytes it held by our count (0 when it was not open). */
+size_t sym_dwarf__release(struct sym_dwarf *d);
+/* Memory the DWARF holds now, bytes: the indexes, and the sections while the handle is open. */
 size_t sym_dwarf__bytes(const struct sym_dwarf *d);
 /* The frames of pc, innermost first, at most max: several when code was inlined. 0 when no
- * compilation unit covers pc. */
+ * compilation unit covers pc. Strings are valid until the next sym_dwarf__release(). */
 int sym_dwarf__lookup(struct sym_dwarf *d, uint64_t pc, struct sym_dwarf_frame *frames, int max);
 
 /* addrcache.c: frames of resolved addresses, strings interned (valid for the cache's life). */

@@ -163,6 +163,10 @@
 	X(SYMBOL_ADDR_HITS, TOTAL, SYM(addr_hits),					\
 	  "ignis_symbol_address_cache_hits_total", "", NULL,				\
 	  "Lookups answered from addresses resolved through DWARF before.")		\
+	X(SYMBOL_DWARF_RELEASED, TOTAL, SYM(dwarf_released),				\
+	  "ignis_symbol_dwarf_closed_total", "", NULL,					\
+	  "DWARF files closed after a window (their sections leave memory; opened again "	\
+	  "for addresses not resolved before).")					\
 	/* The table unwinder's tables (unwinder.c). */					\
 	X(UNWIND_TABLES, GAUGE, UNW(tables), "ignis_unwind_tables", "", NULL,		\
 	  "Unwind tables in the BPF row map.")						\

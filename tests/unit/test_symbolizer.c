@@ -223,6 +223,44 @@ static void test_dwarf_compressed_sections(void **state)
 	symbolizer__free(s);
 }
 
+/*
+ * symbolizer__release_dwarf() closes the DWARF handle (its decompressed sections leave the
+ * cache's count) and a lookup of an address not resolved before opens it again, with the
+ * same inline frames and call-site lines.
+ */
+static void test_dwarf_closed_and_opened_again(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct symbolizer_stats before, after;
+	struct nm_symbol ns = { 0 };
+	struct sym_object *o;
+	struct sym_frame f[8];
+	int n = 0;
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("inline-zlib"));
+	assert_non_null(o);
+	assert_int_equal(nm_lookup(FIXTURE("inline-zlib"), "outer", &ns), 0);
+	n = symbolizer__symbolize(s, o, ns.addr, f, 8);
+	assert_int_equal(n, 1);
+	assert_string_equal(f[0].name, "outer");
+	symbolizer__stats(s, &before);
+	assert_true(symbolizer__release_dwarf(s) > 0);
+	symbolizer__stats(s, &after);
+	assert_int_equal(after.dwarf_released, 1);
+	assert_true(after.cache_bytes < before.cache_bytes);
+	assert_int_equal(symbolizer__release_dwarf(s), 0); /* nothing open now */
+	/* The first address comes from the address cache, the next ones from DWARF again. */
+	find_inlined(s, o, FIXTURE("inline-zlib"), f, &n);
+	assert_string_equal(f[1].name, "mid_inlined");
+	assert_int_equal(f[1].line, marker_line("CALL_LEAF"));
+	assert_non_null(f[0].file);
+	assert_non_null(strstr(f[0].file, "inline.c"));
+	assert_true(symbolizer__release_dwarf(s) > 0);
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
 static void test_dwarf_inline_frames(void **state)
 {
 	struct symbolizer *s = symbolizer__new(NULL);
@@ -739,6 +777,7 @@ UNIT_MAIN("symbolizer", cmocka_unit_test(test_pie), cmocka_unit_test(test_nopie)
 	  cmocka_unit_test(test_cache_budget), cmocka_unit_test(test_table_shared_by_build_id),
 	  cmocka_unit_test(test_not_elf), cmocka_unit_test(test_vdso),
 	  cmocka_unit_test(test_dwarf_inline_frames),
+	  cmocka_unit_test(test_dwarf_closed_and_opened_again),
 	  cmocka_unit_test(test_dwarf_compressed_sections), cmocka_unit_test(test_minidebuginfo),
 	  cmocka_unit_test(test_demangle_from_symbol_table),
 	  cmocka_unit_test(test_debug_file_by_debuglink), cmocka_unit_test(test_perfmap),

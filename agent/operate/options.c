@@ -536,10 +536,14 @@ static const struct option_desc agent_options[] = {
 	  "load) or fp (frame pointers only)",
 	  "auto", 0, NULL, opt_unwind },
 	{ "unwind-table-size", 0, "SIZE",
-	  "kernel memory for unwind tables (8 bytes per row: libc needs 28000 rows, LLVM 950000)",
+	  "kernel memory for unwind tables (8 bytes per row: libc needs 28000 rows, LLVM 950000); "
+	  "when full, tables no stack used for two windows make room; a table that still does "
+	  "not fit is logged once with the size to set, and stacks through it end in [truncated]",
 	  "16MiB", 0, NULL, opt_unwind_table_size },
-	{ "symbol-cache-size", 0, "SIZE", "memory budget for cached symbol tables", "64MiB", 0,
-	  NULL, opt_symbol_cache },
+	{ "symbol-cache-size", 0, "SIZE",
+	  "memory budget for cached symbol tables (one library's DWARF may take half of it, "
+	  "while a window is symbolized)",
+	  "64MiB", 0, NULL, opt_symbol_cache },
 	{ "debug-dir", 0, "DIR",
 	  "separate debug files on the host: DIR/.build-id/xx/rest.debug and DIR/PATH/DEBUGLINK "
 	  "(looked up inside a container's root first)",

@@ -135,8 +135,9 @@ static void table_built(struct unwinder *u, struct unwind_table *t)
 	int err = t->build_err;
 
 	pr_debug("unwinder: table of %s (%s): %zu rows from %llu bytes of CFI in %.1f ms%s%s",
-		 t->name, t->key, t->built.nr_rows, (unsigned long long)t->built.cfi_bytes,
-		 (double)t->build_ns / 1e6, err ? ": " : "", err ? strerror(-err) : "");
+		 sym_object__name(t->obj), t->key, t->built.nr_rows,
+		 (unsigned long long)t->built.cfi_bytes, (double)t->build_ns / 1e6, err ? ": " : "",
+		 err ? strerror(-err) : "");
 	keep_exe_layout(t, err);
 	u->st.build_ns += t->build_ns;
 	if (err == -ENODATA || (!err && !t->built.nr_rows)) {

@@ -47,10 +47,25 @@ static void test_whole_map_then_exhausted(void **state)
 
 	(void)state;
 	assert_int_equal(extents__init(&x, 100), 0);
+	assert_int_equal(extents__free_entries(&x), 100);
 	assert_int_equal(extents__alloc(&x, 101), -ENOSPC);
 	assert_int_equal(extents__alloc(&x, 100), 0);
 	assert_int_equal(x.nr_free, 0);
+	assert_int_equal(extents__free_entries(&x), 0);
 	assert_int_equal(extents__alloc(&x, 1), -ENOSPC);
+	extents__fini(&x);
+
+	/* Free entries count every run, however short; deferred ones only after the grace
+	 * period. */
+	assert_int_equal(extents__init(&x, 100), 0);
+	assert_int_equal(extents__alloc(&x, 100), 0);
+	assert_int_equal(extents__release(&x, 10, 5), 0);
+	assert_int_equal(extents__release(&x, 50, 7), 0);
+	assert_int_equal(extents__defer(&x, 80, 3), 0);
+	assert_int_equal(extents__free_entries(&x), 12);
+	assert_int_equal(extents__deferred(&x), 3);
+	assert_int_equal(extents__grace_period(&x), 0);
+	assert_int_equal(extents__free_entries(&x), 15);
 	extents__fini(&x);
 
 	/* A map of no entries has nothing to give. */

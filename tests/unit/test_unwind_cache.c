@@ -206,6 +206,39 @@ static void test_last_put_by_state(void **state)
 	sym_object__put(waiting);
 }
 
+/* A table that found no room in the row map is remembered past its last user (not built and
+ * logged again for every process of that build); one evicted for being cold is not. Both
+ * carry the object's file name for the log. */
+static void test_no_room_stays_cached(void **state)
+{
+	struct fixture *f = *state;
+	struct sym_object *big = open_object(f, FIXTURE("fixture-pie"), 1);
+	struct sym_object *cold = open_object(f, FIXTURE("libfixture.so"), 2);
+	struct unwind_table *t;
+
+	t = get(f, big, true);
+	assert_string_equal(t->name, "fixture-pie");
+	t->state = UNWIND_TABLE_NONE;
+	t->no_room = true;
+	unwind_cache__put(&f->cache, t);
+	assert_ptr_equal(unwind_cache__find(&f->cache, big), t);
+	assert_ptr_equal(get(f, big, false), t); /* the next process finds it */
+	assert_true(t->no_room);
+	unwind_cache__put(&f->cache, t);
+	assert_false(unwind_cache__evict(&f->cache)); /* no rows: nothing to evict */
+
+	t = get(f, cold, true);
+	assert_string_equal(t->name, "libfixture.so");
+	t->state = UNWIND_TABLE_NONE;
+	t->evicted = true;
+	assert_ptr_equal(unwind_cache__find_mut(&f->cache, cold), t);
+	unwind_cache__put(&f->cache, t);
+	assert_null(unwind_cache__find(&f->cache, cold));
+	assert_int_equal(f->unloads.calls, 0);
+	sym_object__put(big);
+	sym_object__put(cold);
+}
+
 static void test_evicts_least_recently_used(void **state)
 {
 	static const char *const names[] = { "fixture-pie", "fixture-nopie", "libfixture.so",
@@ -291,9 +324,11 @@ static void test_release_built(void **state)
 	sym_object__put(a);
 }
 
-UNIT_MAIN("unwind_cache", cmocka_unit_test_setup_teardown(test_one_table_per_build_id,
-	  setup, teardown), cmocka_unit_test_setup_teardown(test_no_build_id_keyed_by_object,
-	  setup, teardown), cmocka_unit_test_setup_teardown(test_last_put_by_state, setup,
-	  teardown), cmocka_unit_test_setup_teardown(test_evicts_least_recently_used, setup,
-	  teardown), cmocka_unit_test_setup_teardown(test_fini_frees_tables_in_use, setup,
-	  teardown), cmocka_unit_test_setup_teardown(test_release_built, setup, teardown))
+UNIT_MAIN("unwind_cache",
+	  cmocka_unit_test_setup_teardown(test_one_table_per_build_id, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_no_build_id_keyed_by_object, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_last_put_by_state, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_evicts_least_recently_used, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_fini_frees_tables_in_use, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_release_built, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_no_room_stays_cached, setup, teardown))

@@ -463,6 +463,7 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 {
 	struct stack_conv probe = { .image = img, .stack_id = st->id }, *conv;
 	struct sym_object *obj = NULL, *outer_obj = NULL;
+	uint64_t outer_pc = 0;
 	const char *outer_name = NULL;
 	bool named = false;
 	uint32_t i;
@@ -520,6 +521,7 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 			if (obj && obj != outer_obj && c->wb->opts.object_used)
 				c->wb->opts.object_used(c->wb->opts.fp_step_ctx, obj);
 			outer_obj = obj;
+			outer_pc = pc;
 		} else {
 			outer_obj = NULL;
 		}
@@ -536,11 +538,21 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 	    (!kernel && !(st->flags & STACK_COMPLETE) && named && outer_name &&
 	     !is_root_function(outer_name)))
 		conv->flags |= CONV_TRUNCATED;
-	/* A walk that ended in code whose table is not loaded (too large for the map) lost its
-	 * way there, named or not: never a bare frame as the stack's root. */
+	/* A walk that ended in code whose table is not loaded (too large for the map, or not
+	 * built yet) lost its way there, named or not: never a bare frame as the stack's root. */
 	else if (!kernel && !(st->flags & STACK_COMPLETE) && !(conv->flags & CONV_TRUNCATED) &&
 		 outer_obj && c->wb->opts.fp_end_ok &&
 		 !c->wb->opts.fp_end_ok(c->wb->opts.fp_step_ctx, outer_obj)) {
+		c->stats->fp_walks_cut++;
+		conv->flags |= CONV_TRUNCATED;
+	}
+	/* The table unwinder ends a walk on its own only by frame pointer (rbp or the return
+	 * address 0): that last step is checked like any other, and where the table says the
+	 * function keeps no frame pointer, the chain's end proves nothing (a frame is missing
+	 * or more). A named root function stays the root. */
+	else if (!kernel && (st->flags & STACK_TABLES) && !(st->flags & STACK_COMPLETE) &&
+		 !(conv->flags & CONV_TRUNCATED) && outer_obj && !named &&
+		 !fp_step_ok(c, img, outer_pc)) {
 		c->stats->fp_walks_cut++;
 		conv->flags |= CONV_TRUNCATED;
 	}

@@ -117,6 +117,28 @@ uint64_t extents__deferred(const struct extents *x)
 	return n;
 }
 
+int64_t extents__alloc_high(struct extents *x, uint32_t len)
+{
+	size_t i;
+
+	for (i = x->nr_free; i-- > 0;) {
+		struct extent *e = &x->free[i];
+
+		if (e->len < len)
+			continue;
+		e->len -= len;
+		if (!e->len) {
+			uint32_t start = e->start;
+
+			memmove(e, e + 1, (x->nr_free - i - 1) * sizeof(*e));
+			x->nr_free--;
+			return start;
+		}
+		return (int64_t)e->start + e->len;
+	}
+	return -ENOSPC;
+}
+
 uint64_t extents__free_entries(const struct extents *x)
 {
 	uint64_t n = 0;

@@ -44,6 +44,13 @@ void extents__fini(struct extents *x);
 int64_t extents__alloc(struct extents *x, uint32_t len);
 
 /*
+ * The same from the other end: the top len entries of the highest free run that holds them.
+ * Large extents taken this way and small ones first fit keep the small ones from splitting
+ * the room the large ones need.
+ */
+int64_t extents__alloc_high(struct extents *x, uint32_t len);
+
+/*
  * Give back [start, start + len) at once, merging it with the free runs around it: only for
  * an extent of extents__alloc() that no published entry ever pointed to. Returns 0 or
  * -ENOMEM (the entries are lost until extents__fini()).

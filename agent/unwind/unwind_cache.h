@@ -59,6 +59,9 @@ struct unwind_table {
 	 * and room can be made. */
 	uint64_t last_sampled; /* window its object last had a frame in a stack */
 	uint64_t retry_window; /* window of the last rebuild for room */
+	uint32_t retries;      /* rebuilds for room since it was last loaded: the next waits
+				* 2^retries windows (at most 64), so a table that keeps failing
+				* to find room is not rebuilt every window */
 	uint32_t want_rows;    /* rows of its last build */
 	bool no_room;	       /* did not fit: larger than the map, or no room even after
 				* evicting unused and cold tables */

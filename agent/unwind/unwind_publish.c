@@ -216,7 +216,10 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 	 * what could make room then, and wait for it. Unused tables go first, least recently
 	 * used first; then tables in use whose objects were in no stack for a while (eviction
 	 * by use: what is sampled keeps its rows). */
-	while ((start = extents__alloc(&u->rows, n)) < 0) {
+	/* Large tables from the top of the map, small ones from the bottom: the small ones
+	 * then do not split the room a large one needs. */
+	while ((start = n >= u->opts.max_rows / 16 ? extents__alloc_high(&u->rows, n) :
+						     extents__alloc(&u->rows, n)) < 0) {
 		if (extents__deferred(&u->rows) >= n)
 			return -EAGAIN;
 		if (unwind_cache__evict(&u->cache))
@@ -237,6 +240,7 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 	t->row_start = (uint32_t)start;
 	t->nr_rows = n;
 	t->state = UNWIND_TABLE_READY;
+	t->retries = 0;
 	unwind_table__release_built(t);
 	u->st.tables++;
 	u->st.rows += t->nr_rows;

@@ -110,7 +110,17 @@ static unsigned int rows_mib(uint64_t rows)
 static void no_room(struct unwinder *u, struct unwind_table *t, int err)
 {
 	uint64_t want = t->built.nr_rows ? t->built.nr_rows : t->want_rows;
+	uint32_t longest = 0;
+	size_t i;
 
+	for (i = 0; i < u->rows.nr_free; i++)
+		longest = u->rows.free[i].len > longest ? u->rows.free[i].len : longest;
+	pr_debug("unwinder: no room for the table of %s (%llu rows): %llu rows free, the longest "
+		 "run %u, %llu deferred, %llu in %llu tables",
+		 t->name, (unsigned long long)want,
+		 (unsigned long long)extents__free_entries(&u->rows), longest,
+		 (unsigned long long)extents__deferred(&u->rows), (unsigned long long)u->st.rows,
+		 (unsigned long long)u->st.tables);
 	t->state = UNWIND_TABLE_NONE;
 	t->no_room = true;
 	t->want_rows = (uint32_t)(want < UINT32_MAX ? want : UINT32_MAX);
@@ -427,17 +437,32 @@ static bool cold(const struct unwinder *u, const struct unwind_table *t)
 	return t->state == UNWIND_TABLE_READY && t->last_sampled + UNWIND_COLD_WINDOWS <= u->window;
 }
 
+/* Tables this large are placed from the top of the row map (unwind_publish.c). */
+static bool large(const struct unwinder *u, uint32_t rows)
+{
+	return rows >= u->opts.max_rows / 16;
+}
+
 bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *keep)
 {
 	struct hashmap_entry *e;
 	struct unwind_table *victim = NULL;
+	bool want_large = large(u, keep->want_rows);
 
+	/* For a large table, large ones first: they sit together at the top of the map, where
+	 * their room joins into a run that long; small ones are scattered at the bottom. */
 	unwind_cache__for_each(&u->cache, e) {
 		struct unwind_table *t = e->value;
+		int cmp = 0;
 
-		if (t != keep && t->users && cold(u, t) &&
-		    (!victim || t->last_sampled < victim->last_sampled ||
-		     (t->last_sampled == victim->last_sampled && t->nr_rows > victim->nr_rows)))
+		if (t == keep || !t->users || !cold(u, t))
+			continue;
+		if (victim && want_large)
+			cmp = large(u, t->nr_rows) - large(u, victim->nr_rows);
+		if (!victim || cmp > 0 ||
+		    (!cmp &&
+		     (t->last_sampled < victim->last_sampled ||
+		      (t->last_sampled == victim->last_sampled && t->nr_rows > victim->nr_rows))))
 			victim = t;
 	}
 	if (!victim)
@@ -495,11 +520,12 @@ void unwinder__note_use(struct unwinder *u, struct sym_object *obj)
 		return;
 	t->last_sampled = u->window;
 	if (t->state != UNWIND_TABLE_NONE || !(t->no_room || t->evicted) || !t->users ||
-	    t->retry_window == u->window || t->want_rows > u->opts.max_rows ||
-	    room_for(u, t) < t->want_rows)
+	    u->window < t->retry_window + (1ULL << (t->retries < 6 ? t->retries : 6)) ||
+	    t->want_rows > u->opts.max_rows || room_for(u, t) < t->want_rows)
 		return;
 	/* Built again (the rows were not kept): queued like a new table. */
 	t->retry_window = u->window;
+	t->retries++;
 	t->no_room = t->evicted = false;
 	if (!t->obj)
 		t->obj = sym_object__get(obj);
@@ -526,6 +552,20 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats)
 	}
 }
 
+/*
+ * Whether t's object is as the BPF unwinder sees it: its table in the map, or no table to
+ * have (no CFI, unreadable). Not when its table is still being built or waits for room
+ * (large tables: libLLVM's takes a second), or found none (no_room, evicted): a
+ * frame-pointer walk through its code then cannot be trusted. By the time a window is
+ * symbolized, most new tables are loaded.
+ */
+static bool table_loaded(const struct unwind_table *t)
+{
+	if (t->state == UNWIND_TABLE_BUILDING || t->state == UNWIND_TABLE_WAITING)
+		return false;
+	return t->state == UNWIND_TABLE_READY || !(t->no_room || t->evicted);
+}
+
 bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj, uint64_t vaddr)
 {
 	struct ignis_unwind_row r;
@@ -537,7 +577,7 @@ bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj
 	if (!obj)
 		return true;
 	t = unwind_cache__find(&u->cache, obj);
-	if (t && t->state == UNWIND_TABLE_NONE && (t->no_room || t->evicted))
+	if (t && !table_loaded(t))
 		return false; /* CFI without rows in the map: the walk cannot be trusted here */
 	if (!t || t->state != UNWIND_TABLE_READY || vaddr < t->base || vaddr - t->base > UINT32_MAX)
 		return true;
@@ -571,5 +611,5 @@ bool unwinder__fp_end_ok(const struct unwinder *u, const struct sym_object *obj)
 {
 	const struct unwind_table *t = obj ? unwind_cache__find(&u->cache, obj) : NULL;
 
-	return !t || t->state != UNWIND_TABLE_NONE || !(t->no_room || t->evicted);
+	return !t || table_loaded(t);
 }

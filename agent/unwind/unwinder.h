@@ -99,16 +99,18 @@ void unwinder__stats(const struct unwinder *u, struct unwinder_stats *stats);
  * the frame at ELF address vaddr (the sampled pc, or a return address - 1) of obj be found
  * through rbp? False when the table says that function keeps no frame pointer there (its
  * CFA is rsp-based: a leaf without a frame, a prologue, code built without frame pointers),
- * so a frame-pointer walk skipped its caller or read garbage. True when it does, or when
- * there is no table to tell (cached tables are used even after their processes exited).
+ * so a frame-pointer walk skipped its caller or read garbage; and when obj's table is not in
+ * the map (see unwinder__fp_end_ok()). True when it does, or when obj has no table to have
+ * (no CFI; cached tables are used even after their processes exited).
  * Reads the rows from the kernel (a few map lookups).
  */
 bool unwinder__fp_step_ok(const struct unwinder *u, const struct sym_object *obj, uint64_t vaddr);
 
 /*
- * A walk that did not reach the outermost frame ended in obj's code: false when obj has CFI
- * but its table is not in the map (too large, no room, evicted), so the walk by frame
- * pointer lost its way there and the stack must end in [truncated]. True otherwise.
+ * A walk that did not reach the outermost frame ended in obj's code: false when obj's table
+ * is not in the map (being built, waiting for room, too large, no room, evicted), so the
+ * walk by frame pointer may have lost its way there and the stack must end in [truncated].
+ * True otherwise. unwinder__fp_step_ok() is false in those cases too.
  */
 bool unwinder__fp_end_ok(const struct unwinder *u, const struct sym_object *obj);
 

@@ -425,3 +425,70 @@ def test_table_too_large_for_the_row_map_logged_once_and_stacks_marked():
     check(not bare, f"{sum(bare.values())} of {in_lib} libLLVM samples end in an unmarked "
           f"frame:" + "".join(f"\n  {c} x {k}" for k, c in worst))
     check(marked > 0, f"no libLLVM sample ends in [truncated] ({whole} whole)")
+
+
+def llvm_stacks(agent, pids):
+    """Samples of pids with a frame in libLLVM-14: (how many, whole to a root, ending in
+    [truncated], the others by stack)."""
+    in_lib = whole = marked = 0
+    bare = {}
+    for p in profiles_of(agent):
+        for s in (s for pid in pids for s in p.samples(pid=pid)):
+            files = [os.path.basename(p.mappings.get(p.locations[l]["mapping"], {})
+                                      .get("file", "")) for l in s["locations"]]
+            if not any(f.startswith("libLLVM-14") for f in files):
+                continue
+            frames = p.user_frames(s)
+            in_lib += s["count"]
+            if frames[-1] == "[truncated]":
+                marked += s["count"]
+            elif frames[-1] in ROOTS:
+                whole += s["count"]
+            else:
+                key = " <- ".join(frames)
+                bare[key] = bare.get(key, 0) + s["count"]
+    return in_lib, whole, marked, bare
+
+
+def test_cold_table_of_a_running_process_makes_room_for_a_hot_one():
+    """Eviction by use: a 14 MiB row map (1.8 million rows), and a process that holds a
+    table of 950 000 rows (a copy of libLLVM-14 without its build ID, so a table of its own)
+    and libz3's (386 000), then sleeps. Then llvmload runs in libLLVM-14 (950 000 rows),
+    which fits only without the copy's. The copy's table is cold (no frame in a stack for two
+    windows) and makes room although its process runs: libLLVM's table is loaded, never
+    reported as not fitting, and its samples come out whole; none ends in a bare frame."""
+    folder = tmpdir("ignis-llvmcopy-")
+    copy = os.path.join(folder, "libLLVMcopy.so")
+    subprocess.run(["objcopy", "--remove-section=.note.gnu.build-id",
+                    "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1", copy], check=True)
+    agent = Agent("--unwind-table-size", "14MiB", *DWARF, interval=1).wait_ready()
+    holder = spawn([workload("llvmload"), "hold", "30", copy])
+    try:
+        time.sleep(5.0)  # seen (0.3 s of CPU), its tables built, then cold for 2+ windows
+        proc = spawn([workload("llvmload"), "6"])
+        _, err = wait_exit(proc, 60)
+        check(proc.returncode == 0, f"llvmload failed: {err}")
+        time.sleep(1.5)
+    finally:
+        holder.kill()
+        holder.wait()
+    agent.stop()
+    log = agent.stderr()
+    check(agent.returncode == 0, f"agent exit {agent.returncode}:\n{log[-2000:]}")
+    check("evicting the table of libLLVMcopy.so" in log,
+          "the copy's cold table was not evicted:\n"
+          + "\n".join(l for l in log.splitlines() if "unwind table of" in l
+                      or "evicting" in l or "libLLVM" in l)[-3000:])
+    check(not re.search(r"unwind table of libLLVM-14\S* .* row map", log),
+          "libLLVM's table was reported as not fitting:\n"
+          + "\n".join(l for l in log.splitlines() if "unwind table of" in l))
+    in_lib, whole, marked, bare = llvm_stacks(agent, [proc.pid])
+    # 6 s of one busy thread at 100 Hz: ~600 samples (fewer on a busy host). The table is
+    # loaded within about 2 s (build, eviction, one grace period); before it, samples end
+    # in [truncated].
+    check(in_lib >= 100, f"only {in_lib} samples in libLLVM-14:\n{log[-1500:]}")
+    worst = sorted(bare.items(), key=lambda kv: -kv[1])[:6]
+    check(not bare, f"{sum(bare.values())} of {in_lib} libLLVM samples end in an unmarked "
+          f"frame:" + "".join(f"\n  {c} x {k}" for k, c in worst))
+    check(whole >= 0.5 * in_lib, f"{whole} of {in_lib} libLLVM samples whole, {marked} "
+          f"[truncated]: libLLVM's table came late or not at all")

@@ -74,6 +74,27 @@ static void test_whole_map_then_exhausted(void **state)
 	extents__fini(&x);
 }
 
+/* Large extents from the top, small ones from the bottom: the room between stays whole. */
+static void test_alloc_high(void **state)
+{
+	struct extents x;
+
+	(void)state;
+	assert_int_equal(extents__init(&x, 100), 0);
+	assert_int_equal(extents__alloc_high(&x, 30), 70);
+	assert_int_equal(extents__alloc(&x, 5), 0);
+	assert_int_equal(extents__alloc_high(&x, 20), 50);
+	assert_int_equal(extents__alloc(&x, 5), 5);
+	assert_int_equal(extents__release(&x, 70, 30), 0); /* the top run is free again */
+	assert_int_equal(extents__alloc_high(&x, 41), -ENOSPC);
+	assert_int_equal(extents__alloc_high(&x, 30), 70);
+	assert_int_equal(extents__alloc_high(&x, 40), 10); /* the whole of [10, 50) */
+	assert_int_equal(x.nr_free, 0);
+	assert_int_equal(extents__alloc_high(&x, 1), -ENOSPC);
+	assert_free_list_sane(&x, 100);
+	extents__fini(&x);
+}
+
 static void test_consecutive_allocations(void **state)
 {
 	struct extents x;
@@ -427,7 +448,7 @@ static void test_random_against_model(void **state)
 }
 
 UNIT_MAIN("extent", cmocka_unit_test(test_whole_map_then_exhausted),
-	  cmocka_unit_test(test_consecutive_allocations),
+	  cmocka_unit_test(test_consecutive_allocations), cmocka_unit_test(test_alloc_high),
 	  cmocka_unit_test(test_first_fit_not_best_fit), cmocka_unit_test(test_release_coalesces),
 	  cmocka_unit_test(test_fragmentation), cmocka_unit_test(test_many_holes),
 	  cmocka_unit_test(test_largest_map),

@@ -5,9 +5,14 @@
  * 950 000 rows, 7.2 MiB in the BPF row map): the workload of a row map too small for it.
  *
  *   llvmload [SECONDS]
+ *   llvmload hold SECONDS [LIBRARY]
  *
  * It loads the library with dlopen() and parses a module of LLVM IR text again and again
  * through the C API: parse_module <- run_parse <- main, then the library's parser.
+ *
+ * With hold it loads LIBRARY (libz3.so.4, libLLVM-14's dependency with 386 000 rows, by
+ * default) alone, spins 0.3 s so that the agent sees it, then sleeps: a process that holds a
+ * large table it does not use.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -99,8 +104,31 @@ NOINLINE static unsigned long run_parse(double seconds)
 	return n;
 }
 
+NOINLINE static void spin(double seconds)
+{
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+
+	while (mono_ns() < end)
+		;
+}
+
+static int hold(double seconds, const char *library)
+{
+	struct timespec ts = { .tv_sec = (time_t)seconds };
+
+	if (!dlopen(library, RTLD_NOW)) {
+		fprintf(stderr, "%s: %s\n", library, dlerror());
+		return 1;
+	}
+	spin(0.3);
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "hold"))
+		return hold(atof(argv[2]), argc > 3 ? argv[3] : "libz3.so.4");
 	load_libllvm();
 	make_ir();
 	printf("%lu\n", run_parse(arg_seconds(argc, argv, 1, 5)));

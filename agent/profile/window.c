@@ -546,13 +546,13 @@ static struct stack_conv *convert(struct build_ctx *c, struct proc_image *img,
 		c->stats->fp_walks_cut++;
 		conv->flags |= CONV_TRUNCATED;
 	}
-	/* The table unwinder ends a walk on its own only by frame pointer (rbp or the return
-	 * address 0): that last step is checked like any other, and where the table says the
-	 * function keeps no frame pointer, the chain's end proves nothing (a frame is missing
-	 * or more). A named root function stays the root. */
-	else if (!kernel && (st->flags & STACK_TABLES) && !(st->flags & STACK_COMPLETE) &&
-		 !(conv->flags & CONV_TRUNCATED) && outer_obj && !named &&
-		 !fp_step_ok(c, img, outer_pc)) {
+	/* A walk that is not known complete ended by frame pointer (rbp or the return address
+	 * 0: bpf_get_stack, and the table unwinder on its own): that last step is checked like
+	 * any other, and where the table says the function keeps no frame pointer, the chain's
+	 * end proves nothing (a frame is missing or more). A named root function stays the
+	 * root. */
+	else if (!kernel && !(st->flags & STACK_COMPLETE) && !(conv->flags & CONV_TRUNCATED) &&
+		 outer_obj && !named && !fp_step_ok(c, img, outer_pc)) {
 		c->stats->fp_walks_cut++;
 		conv->flags |= CONV_TRUNCATED;
 	}

@@ -224,8 +224,17 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 			return -EAGAIN;
 		if (unwind_cache__evict(&u->cache))
 			u->st.tables_evicted++;
-		else if (!unwinder__evict_cold(u, t))
-			return extents__deferred(&u->rows) ? -EAGAIN : -ENOSPC;
+		else if (unwinder__evict_cold(u, t))
+			continue;
+		else if (extents__deferred(&u->rows))
+			return -EAGAIN;
+		/* Room enough in all, but split (small tables spilled into the top when the
+		 * bottom was full): clear a window of its size. */
+		else if (n >= u->opts.max_rows / 16 && extents__free_entries(&u->rows) >= n &&
+			 unwinder__evict_blockers(u, t))
+			return -EAGAIN;
+		else
+			return -ENOSPC;
 	}
 	t->base = b->rows[0].pc;
 	for (done = 0; done < n && !err; done += i) {

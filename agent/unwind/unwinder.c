@@ -437,6 +437,8 @@ static bool cold(const struct unwinder *u, const struct unwind_table *t)
 	return t->state == UNWIND_TABLE_READY && t->last_sampled + UNWIND_COLD_WINDOWS <= u->window;
 }
 
+static void evict_in_use(struct unwinder *u, struct unwind_table *victim);
+
 /* Tables this large are placed from the top of the row map (unwind_publish.c). */
 static bool large(const struct unwinder *u, uint32_t rows)
 {
@@ -471,6 +473,16 @@ bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *keep)
 		 "windows",
 		 victim->name, victim->nr_rows,
 		 (unsigned long long)(u->window - victim->last_sampled));
+	evict_in_use(u, victim);
+	return true;
+}
+
+/* Evict a READY table that processes use: they are published again without it, its rows
+ * are freed after the next grace period, and it is rebuilt when its object is sampled. */
+static void evict_in_use(struct unwinder *u, struct unwind_table *victim)
+{
+	struct hashmap_entry *e;
+
 	victim->want_rows = victim->nr_rows;
 	/* Its processes first, without it (their old mappings are freed after the next grace
 	 * period, like the rows). */
@@ -490,7 +502,71 @@ bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *keep)
 	unwinder__unload_table(u, victim);
 	victim->nr_rows = 0;
 	u->st.tables_evicted_cold++;
-	return true;
+}
+
+static int cmp_table_start(const void *a, const void *b)
+{
+	const struct unwind_table *x = *(struct unwind_table *const *)a;
+	const struct unwind_table *y = *(struct unwind_table *const *)b;
+
+	return x->row_start < y->row_start ? -1 : x->row_start > y->row_start;
+}
+
+bool unwinder__evict_blockers(struct unwinder *u, const struct unwind_table *t)
+{
+	struct hashmap_entry *e;
+	struct unwind_table **ts = NULL;
+	size_t nr = 0, cap = 0, i, j, best_i = 0;
+	uint64_t n = t->want_rows, best = UINT64_MAX;
+	bool done = false;
+
+	unwind_cache__for_each(&u->cache, e) {
+		struct unwind_table *o = e->value;
+
+		if (o == t || o->state != UNWIND_TABLE_READY)
+			continue;
+		if (grow_array((void **)&ts, &cap, nr + 1, sizeof(*ts)))
+			goto out;
+		ts[nr++] = o;
+	}
+	if (!nr)
+		goto out;
+	qsort(ts, nr, sizeof(*ts), cmp_table_start);
+	/* Windows [a, a + n) starting at 0 or at the end of a table: the cheapest in rows of the
+	 * tables inside it (deferred rows count as free: they are after the grace period). */
+	for (i = 0; i <= nr; i++) {
+		uint64_t a = i ? (uint64_t)ts[i - 1]->row_start + ts[i - 1]->nr_rows : 0, cost = 0;
+
+		if (a + n > u->opts.max_rows)
+			break;
+		for (j = i; j < nr && ts[j]->row_start < a + n; j++)
+			cost += ts[j]->nr_rows;
+		if (cost < best) {
+			best = cost;
+			best_i = i;
+		}
+	}
+	/* Moving out more than a quarter of the table's size is not worth it. */
+	if (best == UINT64_MAX || best > n / 4)
+		goto out;
+	{
+		uint64_t a =
+			best_i ? (uint64_t)ts[best_i - 1]->row_start + ts[best_i - 1]->nr_rows : 0;
+
+		for (j = best_i; j < nr && ts[j]->row_start < a + n; j++) {
+			pr_debug("unwinder: evicting the table of %s (%u rows): it splits the room "
+				 "the table of %s (%llu rows) needs",
+				 ts[j]->name, ts[j]->nr_rows, t->name, (unsigned long long)n);
+			if (ts[j]->users)
+				evict_in_use(u, ts[j]);
+			else
+				unwind_cache__remove(&u->cache, ts[j]);
+			done = true;
+		}
+	}
+out:
+	free(ts);
+	return done;
 }
 
 /* Rows that could be had for t now or after the next grace period: free, deferred, and held

@@ -70,6 +70,15 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
  */
 bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *t);
 
+/*
+ * t (large) found no run of rows long enough although there is room in all: evict
+ * the tables, in use or not, inside the cheapest window of its size (at most a quarter of
+ * its rows), so that the window is free after the next grace period. Those in use are
+ * rebuilt when sampled, placed at the bottom then. Returns false when there is no such
+ * window.
+ */
+bool unwinder__evict_blockers(struct unwinder *u, const struct unwind_table *t);
+
 /* The unload callback of u's cache: remove t's unwind_exes entries, defer its rows. */
 void unwinder__unload_table(void *ctx, struct unwind_table *t);
 

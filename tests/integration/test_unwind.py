@@ -427,12 +427,12 @@ def test_table_too_large_for_the_row_map_logged_once_and_stacks_marked():
     check(marked > 0, f"no libLLVM sample ends in [truncated] ({whole} whole)")
 
 
-def llvm_stacks(agent, pids):
-    """Samples of pids with a frame in libLLVM-14: (how many, whole to a root, ending in
-    [truncated], the others by stack)."""
+def llvm_stacks(profiles, pids):
+    """Samples of pids with a frame in libLLVM-14, in decoded profiles: (how many, whole to
+    a root, ending in [truncated], the others by stack)."""
     in_lib = whole = marked = 0
     bare = {}
-    for p in profiles_of(agent):
+    for p in profiles:
         for s in (s for pid in pids for s in p.samples(pid=pid)):
             files = [os.path.basename(p.mappings.get(p.locations[l]["mapping"], {})
                                       .get("file", "")) for l in s["locations"]]
@@ -465,7 +465,7 @@ def test_cold_table_of_a_running_process_makes_room_for_a_hot_one():
     holder = spawn([workload("llvmload"), "hold", "30", copy])
     try:
         time.sleep(5.0)  # seen (0.3 s of CPU), its tables built, then cold for 2+ windows
-        proc = spawn([workload("llvmload"), "6"])
+        proc = spawn([workload("llvmload"), "8"])
         _, err = wait_exit(proc, 60)
         check(proc.returncode == 0, f"llvmload failed: {err}")
         time.sleep(1.5)
@@ -481,14 +481,22 @@ def test_cold_table_of_a_running_process_makes_room_for_a_hot_one():
                       or "evicting" in l or "libLLVM" in l)[-3000:])
     check(not re.search(r"unwind table of libLLVM-14\S* .* row map", log),
           "libLLVM's table was reported as not fitting:\n"
-          + "\n".join(l for l in log.splitlines() if "unwind table of" in l))
-    in_lib, whole, marked, bare = llvm_stacks(agent, [proc.pid])
-    # 6 s of one busy thread at 100 Hz: ~600 samples (fewer on a busy host). The table is
-    # loaded within about 2 s (build, eviction, one grace period); before it, samples end
-    # in [truncated].
-    check(in_lib >= 100, f"only {in_lib} samples in libLLVM-14:\n{log[-1500:]}")
+          + "\n".join(l for l in log.splitlines() if "unwind table of" in l
+                      or "no room for" in l or "evicting the table of libLLVM" in l))
+    profiles = profiles_of(agent)
+    in_lib, whole, marked, bare = llvm_stacks(profiles, [proc.pid])
+    # 8 s of one busy thread at 100 Hz: ~800 samples (fewer on a busy host). Until the
+    # table is loaded (built in 0.5-2 s, then a grace period), samples end in [truncated].
+    check(in_lib >= 150, f"only {in_lib} samples in libLLVM-14:\n{log[-1500:]}")
     worst = sorted(bare.items(), key=lambda kv: -kv[1])[:6]
     check(not bare, f"{sum(bare.values())} of {in_lib} libLLVM samples end in an unmarked "
           f"frame:" + "".join(f"\n  {c} x {k}" for k, c in worst))
-    check(whole >= 0.5 * in_lib, f"{whole} of {in_lib} libLLVM samples whole, {marked} "
-          f"[truncated]: libLLVM's table came late or not at all")
+    # Once loaded, the table stays (llvmload keeps it hot): the last three windows of the
+    # run are whole, but for the odd sample.
+    per_window = [(n, w) for n, w, _, _ in (llvm_stacks([p], [proc.pid]) for p in profiles)
+                  if n]
+    last = per_window[-3:]
+    n_last, w_last = sum(n for n, _ in last), sum(w for _, w in last)
+    check(n_last >= 100 and w_last >= 0.9 * n_last,
+          f"{w_last} of {n_last} libLLVM samples of the last windows whole "
+          f"({whole} of {in_lib} in all, {marked} [truncated]): by window {per_window}")

@@ -15,8 +15,8 @@
 #include "../../agent/profile/window.h"
 #include "../../agent/python/pycode.h"
 
-static void add_stack_flags(struct drained_window *w, uint64_t id, const uint64_t *ips,
-			    uint32_t n, uint32_t flags)
+static void add_stack_flags(struct drained_window *w, uint64_t id, const uint64_t *ips, uint32_t n,
+			    uint32_t flags)
 {
 	struct stack_id sid = { .lo = id, .hi = ~id };
 
@@ -28,11 +28,15 @@ static void add_stack(struct drained_window *w, uint64_t id, const uint64_t *ips
 	add_stack_flags(w, id, ips, n, 0);
 }
 
-static void add_sample(struct drained_window *w, uint32_t tid, uint64_t ustack,
-		       uint64_t kstack, uint32_t flags, const char *comm, uint64_t count)
+static void add_sample(struct drained_window *w, uint32_t tid, uint64_t ustack, uint64_t kstack,
+		       uint32_t flags, const char *comm, uint64_t count)
 {
-	struct drained_sample k = { .tgid = PID, .pid = tid, .start_time = START_NS,
-				    .exec_id = 1, .flags = flags, .count = count };
+	struct drained_sample k = { .tgid = PID,
+				    .pid = tid,
+				    .start_time = START_NS,
+				    .exec_id = 1,
+				    .flags = flags,
+				    .count = count };
 
 	if (ustack)
 		k.user_stack = (struct stack_id){ .lo = ustack, .hi = ~ustack };
@@ -47,8 +51,11 @@ static void add_sample(struct drained_window *w, uint32_t tid, uint64_t ustack,
 static void add_offcpu(struct drained_window *w, uint32_t tid, uint64_t ustack, uint64_t kstack,
 		       uint32_t flags, enum thread_state state, uint64_t ns)
 {
-	struct drained_sample k = { .tgid = PID, .pid = tid, .start_time = START_NS,
-				    .exec_id = 1, .offcpu_ns = ns,
+	struct drained_sample k = { .tgid = PID,
+				    .pid = tid,
+				    .start_time = START_NS,
+				    .exec_id = 1,
+				    .offcpu_ns = ns,
 				    .flags = flags | (uint32_t)state << SAMPLE_STATE_SHIFT };
 
 	if (ustack)
@@ -65,7 +72,8 @@ static const char *loc_name(const struct profile *p, uint64_t id)
 
 	if (!l || !l->nr_lines)
 		return NULL;
-	return profile__str(p, profile__function_by_id(p, p->lines[l->first_line].function_id)->name);
+	return profile__str(p,
+			    profile__function_by_id(p, p->lines[l->first_line].function_id)->name);
 }
 
 /* One window's profile of the samples in w, of these sample types, built with the options wo
@@ -74,8 +82,9 @@ static struct profile *build_types(const struct window_builder_opts *wo,
 				   const struct drained_window *w, enum profile_types types,
 				   struct window_stats *ws)
 {
-	struct profile_opts po = { .types = types, .period_ns = 10000000, .time_ns = 1,
-				   .duration_ns = 1 };
+	struct profile_opts po = {
+		.types = types, .period_ns = 10000000, .time_ns = 1, .duration_ns = 1
+	};
 	struct window_builder *wb = window_builder__new(wo);
 	struct profile *p = profile__new(&po);
 
@@ -131,7 +140,7 @@ static void test_window_builder(void **state)
 	assert_int_equal(ws.no_image_samples, 0);
 	assert_int_equal(ws.unknown_frames, 1);
 	assert_int_equal(ws.broken_chains, 1);
-	assert_int_equal(ws.truncated_stacks, 10);	/* 5 + 3 + 2 */
+	assert_int_equal(ws.truncated_stacks, 10); /* 5 + 3 + 2 */
 	assert_int_equal(p->nr_samples, 5);
 
 	/* Sample 0: fx_exported_first <- fx_exported_second, ELF addresses, one mapping. Its
@@ -142,7 +151,7 @@ static void test_window_builder(void **state)
 	assert_string_equal(loc_name(p, s->locations[1]), "fx_exported_second");
 	assert_string_equal(loc_name(p, s->locations[2]), "[truncated]");
 	l = profile__location(p, s->locations[0]);
-	assert_int_equal(l->address, f->first.addr + 1);		/* the leaf as is */
+	assert_int_equal(l->address, f->first.addr + 1); /* the leaf as is */
 	assert_int_equal(profile__location(p, s->locations[1])->address, f->second.addr + 3);
 	m = &p->mappings[l->mapping_id - 1];
 	assert_string_equal(profile__str(p, m->filename), LIB_PATH);
@@ -232,8 +241,7 @@ static void test_window_table_stacks(void **state)
 	/* The trampoline at the start of fx_exported_second and the interrupted pc: exact
 	 * addresses; as return addresses the first would fall before the function. */
 	assert_int_equal(p->samples[2].nr_locations, 3);
-	assert_int_equal(profile__location(p, p->samples[2].locations[1])->address,
-			 f->second.addr);
+	assert_int_equal(profile__location(p, p->samples[2].locations[1])->address, f->second.addr);
 	assert_string_equal(loc_name(p, p->samples[2].locations[1]), "fx_exported_second");
 	assert_int_equal(profile__location(p, p->samples[2].locations[2])->address,
 			 f->second.addr + 2);
@@ -273,9 +281,12 @@ static void test_window_fp_steps_checked(void **state)
 	struct fake *f = *state;
 	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct fp_check fc = { .bad_vaddr_lo = f->first.addr,
-			       .bad_vaddr_hi = f->first.addr + (f->first.size ? f->first.size : 1) };
-	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym,
-					  .fp_step_ok = fake_fp_step_ok, .fp_step_ctx = &fc };
+			       .bad_vaddr_hi =
+				       f->first.addr + (f->first.size ? f->first.size : 1) };
+	struct window_builder_opts wo = { .proctab = f->pt,
+					  .symbolizer = f->sym,
+					  .fp_step_ok = fake_fp_step_ok,
+					  .fp_step_ctx = &fc };
 	struct window_stats ws;
 	struct drained_window w;
 	struct profile *p;
@@ -313,6 +324,91 @@ static void test_window_fp_steps_checked(void **state)
 	assert_int_equal(p->samples[3].nr_locations, 2);
 	assert_string_equal(loc_name(p, p->samples[3].locations[1]), "fx_exported_second");
 	assert_true(fc.calls >= 3);
+	profile__free(p);
+	drained_window__fini(&w);
+}
+
+/* Stand-ins for the unwinder's end check (the object's table is not loaded when not_loaded)
+ * and its note of use. */
+struct end_check {
+	bool not_loaded;
+	int end_calls, used_calls;
+};
+
+static bool fake_fp_end_ok(void *ctx, const struct sym_object *obj)
+{
+	struct end_check *ec = ctx;
+
+	assert_non_null(obj);
+	ec->end_calls++;
+	return !ec->not_loaded;
+}
+
+static bool fake_fp_step_all_ok(void *ctx, const struct sym_object *obj, uint64_t vaddr)
+{
+	(void)ctx;
+	(void)obj;
+	(void)vaddr;
+	return true;
+}
+
+static void fake_object_used(void *ctx, struct sym_object *obj)
+{
+	struct end_check *ec = ctx;
+
+	assert_non_null(obj);
+	ec->used_calls++;
+}
+
+/*
+ * Issue 20: a walk that did not reach the outermost frame and ended in code whose table is
+ * not loaded (opts.fp_end_ok false: too large for the row map, not built yet) ends in
+ * [truncated], even at an unnamed frame (a PLT entry here) that the root-function rule
+ * cannot judge; a complete stack is left alone; and the unwinder hears of every object the
+ * stacks go through, once per run of frames in it.
+ */
+static void test_window_fp_end_checked(void **state)
+{
+	struct fake *f = *state;
+	struct proc_event ev = event(PROC_EV_NEW, START_NS);
+	struct end_check ec = { .not_loaded = true };
+	struct window_builder_opts wo = { .proctab = f->pt,
+					  .symbolizer = f->sym,
+					  .fp_step_ok = fake_fp_step_all_ok,
+					  .fp_end_ok = fake_fp_end_ok,
+					  .object_used = fake_object_used,
+					  .fp_step_ctx = &ec };
+	struct window_stats ws;
+	struct drained_window w;
+	struct profile *p;
+	/* Leaf fx_exported_second, its caller in the PLT (.plt at 0x1020: no symbol). */
+	uint64_t ips[2] = { LIB_BASE + f->second.addr + 1, LIB_BASE + 0x1030 };
+
+	assert_int_equal(proctab__handle_event(f->pt, &ev, 0), 0);
+	drained_window__init(&w);
+	add_stack_flags(&w, 51, ips, 2, 0);
+	add_stack_flags(&w, 52, ips, 2, STACK_TABLES | STACK_COMPLETE);
+	add_sample(&w, PID, 51, 0, 0, "main", 1);
+	add_sample(&w, PID + 1, 52, 0, 0, "main", 1);
+	p = build(&wo, &w, &ws);
+	assert_int_equal(p->nr_samples, 2);
+	assert_int_equal(p->samples[0].nr_locations, 3);
+	assert_string_equal(loc_name(p, p->samples[0].locations[2]), "[truncated]");
+	assert_int_equal(p->samples[1].nr_locations, 2);
+	assert_int_equal(ws.fp_walks_cut, 1);
+	assert_int_equal(ec.end_calls, 1);
+	assert_int_equal(ec.used_calls, 2); /* one object per stack */
+	profile__free(p);
+	drained_window__fini(&w);
+
+	/* The table loaded: the same walk keeps its unnamed end, not judged. */
+	ec = (struct end_check){ .not_loaded = false };
+	drained_window__init(&w);
+	add_stack_flags(&w, 51, ips, 2, 0);
+	add_sample(&w, PID, 51, 0, 0, "main", 1);
+	p = build(&wo, &w, &ws);
+	assert_int_equal(p->samples[0].nr_locations, 2);
+	assert_int_equal(ws.fp_walks_cut, 0);
 	profile__free(p);
 	drained_window__fini(&w);
 }
@@ -381,7 +477,8 @@ static int denied_maps_child(struct fake *f)
 		const struct profile_location *l = profile__location(p, p->samples[0].locations[i]);
 		const char *name = loc_name(p, p->samples[0].locations[i]);
 
-		if (!l || l->address != ips[i] || l->mapping_id || !name || strcmp(name, "[unknown]"))
+		if (!l || l->address != ips[i] || l->mapping_id || !name ||
+		    strcmp(name, "[unknown]"))
 			return 7;
 	}
 	/* The process's name from its image, not the thread's. */
@@ -437,13 +534,16 @@ static bool fake_python_frame(void *ctx, const struct proc_image *img, uint64_t 
 	assert_int_equal(img->id.tgid, PID);
 	assert_int_equal(img->id.start_time, START_NS);
 	if (serial == 1) {
-		*out = (struct pycode_frame){ .name = "Holder.hot", .filename = "/app/x.py",
-					      .firstlineno = 10, .line = 10 + (int32_t)lasti };
+		*out = (struct pycode_frame){ .name = "Holder.hot",
+					      .filename = "/app/x.py",
+					      .firstlineno = 10,
+					      .line = 10 + (int32_t)lasti };
 		return true;
 	}
 	if (serial == 2) {
-		*out = (struct pycode_frame){ .name = "<module>", .filename = "/app/x.py",
-					      .firstlineno = 1, .line = 0 };
+		*out = (struct pycode_frame){
+			.name = "<module>", .filename = "/app/x.py", .firstlineno = 1, .line = 0
+		};
 		return lasti == FRAME_PY_LASTI_NONE || lasti == 7;
 	}
 	return false;
@@ -475,8 +575,10 @@ static void test_window_python_frames(void **state)
 	struct fake *f = *state;
 	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct py_fake pf = { 0 };
-	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym,
-					  .python_frame = fake_python_frame, .python_ctx = &pf };
+	struct window_builder_opts wo = { .proctab = f->pt,
+					  .symbolizer = f->sym,
+					  .python_frame = fake_python_frame,
+					  .python_ctx = &pf };
 	struct window_stats ws;
 	struct drained_window w;
 	struct profile *p;
@@ -485,8 +587,12 @@ static void test_window_python_frames(void **state)
 	const struct profile_location *l;
 	/* A C function called from Python, two Python frames, the eval loop's caller, an
 	 * unknown serial, then hot again at the same line (recursion) and at another line. */
-	uint64_t mixed[7] = { LIB_BASE + f->first.addr + 1, PY_WORD(1, 2), PY_WORD(2, 7),
-			      LIB_BASE + f->second.addr + 4, PY_WORD(99, 3), PY_WORD(1, 2),
+	uint64_t mixed[7] = { LIB_BASE + f->first.addr + 1,
+			      PY_WORD(1, 2),
+			      PY_WORD(2, 7),
+			      LIB_BASE + f->second.addr + 4,
+			      PY_WORD(99, 3),
+			      PY_WORD(1, 2),
 			      PY_WORD(1, 5) };
 	/* The same frames again in another stack; a Python leaf; a stale-looking lasti. */
 	uint64_t again[3] = { PY_WORD(1, 2), PY_WORD(2, FRAME_PY_LASTI_NONE),
@@ -685,8 +791,9 @@ static void test_window_offcpu_targets(void **state)
 	struct proc_event ev = event(PROC_EV_NEW, START_NS);
 	struct targets_opts to = { .hostname = "node-1" };
 	struct targets *t = targets__new(&to);
-	struct window_builder_opts wo = { .proctab = f->pt, .symbolizer = f->sym,
-					  .targets = t, .offcpu = true };
+	struct window_builder_opts wo = {
+		.proctab = f->pt, .symbolizer = f->sym, .targets = t, .offcpu = true
+	};
 	struct window_stats ws;
 	struct drained_window w;
 	struct profile *p;
@@ -750,6 +857,7 @@ UNIT_MAIN("window", cmocka_unit_test_setup_teardown(test_window_builder, setup, 
 	  cmocka_unit_test_setup_teardown(test_window_table_stacks, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_without_image, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_denied_maps, setup, teardown),
+	  cmocka_unit_test_setup_teardown(test_window_fp_end_checked, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_fp_steps_checked, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_python_frames, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_window_offcpu, setup, teardown),

@@ -274,11 +274,15 @@ struct sym_unwind_table {
 	uint32_t fdes;	     /* FDEs read */
 	uint32_t fde_errors; /* FDEs (or their tails) that could not be evaluated: no rule */
 	bool debug_frame;    /* from .debug_frame (the object has no .eh_frame) */
+	bool gopclntab;	     /* from Go's pcsp tables (a Go binary without .eh_frame);
+			      * fdes and fde_errors then count functions */
 };
 
 /*
  * Build the unwind table of the ELF file behind fd (borrowed; read with pread), or of the
- * in-memory image when image is not NULL. On success *t owns its rows: release them with
+ * in-memory image when image is not NULL. A Go binary without .eh_frame gets rows from its
+ * pclntab's pcsp tables (Go 1.18 and later): CFA = rsp + the function's sp delta + 8, rbp
+ * at CFA - 16 once its prologue saved it, the outermost frame at goexit/mstart/rt0_go. On success *t owns its rows: release them with
  * sym_unwind_table__fini(). Returns 0, -ENODATA when the object has no CFI, -ENOTSUP when it
  * is not x86_64 (or its .debug_frame is compressed), -EINVAL when it is not ELF or its CFI
  * is unreadable, -E2BIG past the caps on FDEs and rows, or -ENOMEM. CFI that cannot be

@@ -296,6 +296,7 @@ void symtab__free(struct symtab *t)
 	if (!t)
 		return;
 	sym_dwarf__free(t->dwarf);
+	sym_gopcln__free(t->go);
 	addr_cache__free(t->cache);
 	free(t->syms);
 	free(t->names);

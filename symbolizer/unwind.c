@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unwind tables from call frame information, x86_64.
+ * Unwind tables from call frame information, x86_64; for Go binaries, which have none, from
+ * the pcsp tables of their pclntab (gopclntab.c).
  *
  * The CFI of an object (.eh_frame, Linux Standard Base Core §10.6 "Exception Frames"; or
  * .debug_frame, DWARF 5 §6.4) describes, for every instruction, how to find the caller's
@@ -623,6 +624,28 @@ static struct cfi_image *cfi_image_new(const char *name, const GElf_Shdr *shdr,
 	return h;
 }
 
+/*
+ * The rows of a Go binary from its pclntab (gopclntab.c). -ENOENT when it has none that can
+ * be read, so that .debug_frame is looked for instead.
+ */
+static int go_rows(Elf *elf, struct sym_unwind_table *t)
+{
+	struct sym_gopcln *g = sym_gopcln__open(elf);
+	int err;
+
+	if (!g)
+		return errno == ENOMEM || errno == E2BIG ? -errno : -ENOENT;
+	t->gopclntab = true;
+	t->cfi_bytes = sym_gopcln__bytes(g);
+	err = sym_gopcln__unwind_rows(g, elf, t, &t->fde_errors);
+	sym_gopcln__free(g);
+	if (!err)
+		compact(t);
+	else
+		sym_unwind_table__fini(t);
+	return err;
+}
+
 static int build(Elf *elf, struct sym_unwind_table *t)
 {
 	struct builder b = { .t = t };
@@ -644,6 +667,11 @@ static int build(Elf *elf, struct sym_unwind_table *t)
 	if (scn && shdr.sh_size) {
 		b.eh_frame = true;
 	} else {
+		/* Go's own tables: a Go binary has no .eh_frame, and the .debug_frame that -w
+		 * drops says no more than pcsp does. */
+		err = go_rows(elf, t);
+		if (err != -ENOENT)
+			return err;
 		/* .debug_frame only (some static or hand-built objects). */
 		scn = find_section(elf, ".debug_frame", &shdr);
 		if (!scn || !shdr.sh_size)

@@ -398,10 +398,10 @@ static int find_func(const struct sym_gopcln *g, uint64_t addr, struct gofunc *f
 	return addr < f->end ? 0 : -ENOENT;
 }
 
-/* The name at nameoff in funcnametab, or NULL. */
+/* The name at nameoff in funcnametab, or NULL. (The first function's name is at 0.) */
 static const char *func_name(const struct sym_gopcln *g, int32_t nameoff)
 {
-	if (nameoff <= 0)
+	if (nameoff < 0)
 		return NULL;
 	return cstr(g, &g->funcname, (uint32_t)nameoff);
 }

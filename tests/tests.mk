@@ -85,6 +85,23 @@ $(WORKLOAD_DIR)/gomethods: tests/workloads/gomethods/main.go tests/workloads/gom
 	$(Q)cd tests/workloads/gomethods && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
 		$(GO) build -o $(abspath $@) .
 
+# Go with a frameless hot leaf (main.spin, called by main.hot) on several goroutines: as
+# built, and as a release build, -ldflags='-s -w' (no .symtab, no DWARF: only .gopclntab).
+GOLEAF_SRCS := tests/workloads/goleaf/main.go tests/workloads/goleaf/go.mod
+WORKLOADS += $(WORKLOAD_DIR)/goleaf $(WORKLOAD_DIR)/goleaf-sw
+
+$(WORKLOAD_DIR)/goleaf: $(GOLEAF_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		$(GO) build -o $(abspath $@) .
+
+$(WORKLOAD_DIR)/goleaf-sw: $(GOLEAF_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		$(GO) build -ldflags='-s -w' -o $(abspath $@) .
+
 $(WORKLOAD_DIR)/burn-nopie: tests/workloads/burn.c tests/workloads/workload.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -115,6 +132,30 @@ FIXTURES := $(FIXTURE_DIR)/fixture-pie $(FIXTURE_DIR)/fixture-nopie \
 FIXTURES += $(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FIXTURE_DIR)/inline-other \
 	    $(FIXTURE_DIR)/inline-zlib $(FIXTURE_DIR)/fixture-minidebug
 FIXTURE_LISTINGS := $(FIXTURES:%=%.nm) $(FIXTURES:%=%.buildid)
+
+# Go's pclntab (tests/unit/test_gopclntab.c): the Go workload goleaf as built and as
+# goleaf-sw (-s -w), with the Go toolchain's own readings as the reference: `go tool nm` of
+# the unstripped build, and `go tool addr2line` of both at a sample of pcs (each function's
+# entry, middle and last byte, and every 4th byte of the main package's functions).
+FIXTURES += $(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw
+FIXTURE_LISTINGS += $(FIXTURE_DIR)/goleaf.gonm $(FIXTURE_DIR)/goleaf.addr2line \
+		    $(FIXTURE_DIR)/goleaf-sw.addr2line
+
+$(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw: $(FIXTURE_DIR)/%: $(WORKLOAD_DIR)/%
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
+
+$(FIXTURE_DIR)/goleaf.gonm: $(FIXTURE_DIR)/goleaf
+	$(call msg,GONM,$@)
+	$(Q)$(GO) tool nm -size -sort address $< > $@.tmp && mv $@.tmp $@
+
+$(FIXTURE_DIR)/goleaf.pcs: tests/tools/go_pcs.py $(FIXTURE_DIR)/goleaf.gonm
+	$(Q)$(PYTHON) $^ > $@.tmp && mv $@.tmp $@
+
+$(FIXTURE_DIR)/%.addr2line: $(FIXTURE_DIR)/% $(FIXTURE_DIR)/goleaf.pcs
+	$(call msg,ADDR2LN,$@)
+	$(Q)$(GO) tool addr2line $< < $(FIXTURE_DIR)/goleaf.pcs > $@.tmp && \
+		paste -d ' ' $(FIXTURE_DIR)/goleaf.pcs - - < $@.tmp > $@ && rm -f $@.tmp
 
 # Inlined code with DWARF (-O2 -g); a stripped copy whose .gnu_debuglink names inline.debug,
 # its debug info only; and the same source built differently (another build ID) whose

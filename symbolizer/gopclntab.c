@@ -51,6 +51,7 @@
 #define MAX_INLINE    32	   /* inlined frames followed per pc */
 #define FUNC_FLAG_TOP 1		   /* funcFlag_TOPFRAME: the outermost frame */
 #define FUNC_FLAG_SPW 2		   /* funcFlag_SPWRITE: writes SP, cannot be unwound */
+#define FUNC_FLAG_ASM 4		   /* funcFlag_ASM: written in assembly */
 #define PCDATA_INL    2		   /* _PCDATA_InlTreeIndex */
 #define FUNCDATA_INL  3		   /* _FUNCDATA_InlTree */
 
@@ -700,6 +701,9 @@ struct rows {
 	uint64_t text_vaddr;
 	size_t text_size;
 	uint64_t bp_saved; /* from here (in the current function) rbp is at CFA - 16 */
+	uint64_t bp_set;   /* from here rbp is the frame pointer (in full frames) */
+	int32_t fs;	   /* the full frame's sp delta */
+	bool asm_func;	   /* written in assembly: rbp may be used otherwise */
 	int err;
 };
 
@@ -752,36 +756,104 @@ static uint64_t bp_saved_at(const struct rows *r, uint64_t pc, int32_t fs)
 	return 0;
 }
 
+/*
+ * Where the prologue that stored rbp at bp_saved made rbp this frame's frame pointer: the
+ * compiler's LEAQ fs-8(SP), BP right after the store (cmd/internal/obj/x86/obj6.go). 0 when
+ * it is not there.
+ */
+static uint64_t bp_set_at(const struct rows *r, uint64_t pc, int32_t fs)
+{
+	const uint8_t *b;
+	int32_t d = fs - 8;
+
+	if (d < 128 && (b = text_at(r, pc, 5)) && b[0] == 0x48 && b[1] == 0x8d && b[2] == 0x6c &&
+	    b[3] == 0x24 && b[4] == d)
+		return pc + 5;
+	if (d >= 128 && (b = text_at(r, pc, 8)) && b[0] == 0x48 && b[1] == 0x8d && b[2] == 0xac &&
+	    b[3] == 0x24 && (int32_t)get32(b + 4) == d)
+		return pc + 8;
+	return 0;
+}
+
+/*
+ * Up to where, in a run [lo, hi) of the full frame fs, rbp is the frame pointer: the
+ * epilogue MOVQ fs-8(SP), BP; ADDQ $fs, SP ending at hi restores the caller's rbp first.
+ * hi when no epilogue ends the run; lo when an ADDQ ends it without that restore (claim
+ * nothing then).
+ */
+static uint64_t fp_end(const struct rows *r, uint64_t lo, uint64_t hi, int32_t fs)
+{
+	const uint8_t *b;
+	int32_t d = fs - 8;
+	uint64_t at;
+
+	if (fs < 128 && hi - lo >= 4 && (b = text_at(r, hi - 4, 4)) && b[0] == 0x48 &&
+	    b[1] == 0x83 && b[2] == 0xc4 && b[3] == fs)
+		at = hi - 4;
+	else if (hi - lo >= 7 && (b = text_at(r, hi - 7, 7)) && b[0] == 0x48 && b[1] == 0x81 &&
+		 b[2] == 0xc4 && (int32_t)get32(b + 3) == fs)
+		at = hi - 7;
+	else
+		return hi;
+	if (d < 128 && at - lo >= 5 && (b = text_at(r, at - 5, 5)) && b[0] == 0x48 &&
+	    b[1] == 0x8b && b[2] == 0x6c && b[3] == 0x24 && b[4] == d)
+		return at - 5;
+	if (d >= 128 && at - lo >= 8 && (b = text_at(r, at - 8, 8)) && b[0] == 0x48 &&
+	    b[1] == 0x8b && b[2] == 0xac && b[3] == 0x24 && (int32_t)get32(b + 4) == d)
+		return at - 8;
+	return lo;
+}
+
+/*
+ * The rows of one run [lo, hi) of sp delta sp. Before the prologue stored rbp, the caller's
+ * is in rbp; after, at CFA - 16. In a compiled (not assembly) function's full frame, from
+ * where rbp is set up to where the epilogue restores it, the CFA is given as rbp + 16, the
+ * frame-pointer rule: the same address as rsp + sp + 8 there, and it tells a check of a
+ * frame-pointer walk that this frame's rbp is a frame pointer (agent/unwind/unwinder.c).
+ */
 static int sp_run(void *ctx, int32_t sp, uint64_t lo, uint64_t hi)
 {
 	struct rows *r = ctx;
-	uint8_t rbp;
+	uint64_t cut[4], end = lo;
+	size_t n = 0, i;
 
-	(void)hi;
 	if (sp < 0 || sp > (1 << 20) || sp % 8) {
 		r->err = push(r, lo, SYM_CFA_UNSUPPORTED, 0, SYM_RBP_UNDEFINED);
 		return r->err ? r->err : 1; /* the rest of the function stays unsupported */
 	}
 	if (!sp) {
-		rbp = SYM_RBP_SAME;
-	} else {
-		if (!r->bp_saved)
-			r->bp_saved = bp_saved_at(r, lo, sp);
-		if (r->bp_saved && lo >= r->bp_saved)
-			rbp = SYM_RBP_AT_CFA;
-		else if (r->bp_saved)
-			rbp = SYM_RBP_SAME; /* reserved, not stored yet */
-		else
-			rbp = SYM_RBP_UNDEFINED; /* a prologue not recognised */
-		if (r->bp_saved > lo && r->bp_saved < hi) {
-			r->err = push(r, lo, SYM_CFA_RSP, sp + 8, SYM_RBP_SAME);
-			if (r->err)
-				return r->err;
-			lo = r->bp_saved;
-			rbp = SYM_RBP_AT_CFA;
+		r->err = push(r, lo, SYM_CFA_RSP, 8, SYM_RBP_SAME);
+		return r->err;
+	}
+	if (!r->bp_saved) {
+		r->bp_saved = bp_saved_at(r, lo, sp);
+		if (r->bp_saved && !r->asm_func && sp > 8) {
+			r->fs = sp;
+			r->bp_set = bp_set_at(r, r->bp_saved, sp);
 		}
 	}
-	r->err = push(r, lo, SYM_CFA_RSP, sp + 8, rbp);
+	if (r->bp_set && sp == r->fs)
+		end = fp_end(r, lo, hi, sp);
+	cut[n++] = lo;
+	if (r->bp_saved > lo && r->bp_saved < hi)
+		cut[n++] = r->bp_saved;
+	if (r->bp_set > lo && r->bp_set < hi && r->bp_set < end)
+		cut[n++] = r->bp_set;
+	if (end > lo && end < hi)
+		cut[n++] = end;
+	for (i = 0; i < n && !r->err; i++) {
+		uint64_t pc = cut[i];
+
+		if (!r->bp_saved)
+			r->err = push(r, pc, SYM_CFA_RSP, sp + 8, SYM_RBP_UNDEFINED);
+		else if (pc < r->bp_saved)
+			r->err =
+				push(r, pc, SYM_CFA_RSP, sp + 8, SYM_RBP_SAME); /* not stored yet */
+		else if (r->bp_set && pc >= r->bp_set && pc < end)
+			r->err = push(r, pc, SYM_CFA_RBP, 16, SYM_RBP_AT_CFA);
+		else
+			r->err = push(r, pc, SYM_CFA_RSP, sp + 8, SYM_RBP_AT_CFA);
+	}
 	return r->err;
 }
 
@@ -842,7 +914,9 @@ int sym_gopcln__unwind_rows(const struct sym_gopcln *g, Elf *elf, struct sym_unw
 		} else {
 			size_t before = t->nr_rows;
 
-			r.bp_saved = 0;
+			r.bp_saved = r.bp_set = 0;
+			r.fs = 0;
+			r.asm_func = f.flag & FUNC_FLAG_ASM;
 			r.err = 0;
 			err = pc_runs(g, &f, f.pcsp, sp_run, &r);
 			if (r.err)

@@ -38,9 +38,10 @@ def leaf_stacks(agent, pid):
 def judge(name, leaf, min_share=0.95):
     """The share of leaf samples whose whole stack is one of the two expected (so main.hot is
     the leaf's caller and the goroutine's frames run out to runtime.goexit). The margin comes
-    from the counts: at least 300 samples of the leaf (3 burning threads, 5 s, 2 CPUs give
-    ~700 on a shared machine), of which the only expected misses are the first few, walked by frame pointers
-    before the process's table is in BPF."""
+    from the counts: at least 300 samples of the leaf (the workload burns 5 s of CPU time,
+    ~500 samples at 100 Hz however loaded the machine is, ~97 % of them in the leaf), of
+    which the only expected misses are the first few, walked by frame pointers before the
+    process's table is in BPF: 5 % of 300 is 15 samples, several times what those cost."""
     total = sum(c for _, c in leaf)
     check(total >= 300, f"{name}: only {total} samples in main.spin")
     good = sum(c for f, c in leaf if f in (MAIN_STACK, BURN_STACK))
@@ -60,7 +61,7 @@ def judge(name, leaf, min_share=0.95):
 
 
 def run_goleaf(binary, agent_args=DWARF):
-    agent, _, pid = run_with_agent([binary, "5", "2"], agent_args=agent_args)
+    agent, _, pid = run_with_agent([binary, "5", "2"], agent_args=agent_args)  # CPU-seconds
     return agent, pid
 
 

@@ -341,7 +341,7 @@ static void test_unwind_rows_match_debug_frame(void **state)
 {
 	struct sym_unwind_table t;
 	char cmd[600], line[512];
-	size_t rows = 0, bad = 0, stop = 0;
+	size_t rows = 0, bad = 0, stop = 0, fp = 0;
 	const struct sym_unwind_row *r;
 	FILE *p;
 	int fd;
@@ -369,6 +369,12 @@ static void test_unwind_rows_match_debug_frame(void **state)
 			stop++; /* goexit, mstart, rt0_go; functions that switch stacks */
 			continue;
 		}
+		/* The frame-pointer rule only where .debug_frame says there is a frame. */
+		if (r && r->cfa_rule == SYM_CFA_RBP && r->cfa_off == 16 &&
+		    r->rbp_rule == SYM_RBP_AT_CFA && r->rbp_off == -16 && off > 8) {
+			fp++;
+			continue;
+		}
 		if (!r || r->cfa_rule != SYM_CFA_RSP || r->cfa_off != off) {
 			if (bad++ < 10)
 				print_message("0x%llx: .debug_frame rsp+%d, we rule %d off %d\n",
@@ -376,8 +382,10 @@ static void test_unwind_rows_match_debug_frame(void **state)
 		}
 	}
 	assert_int_equal(pclose(p), 0);
-	print_message("goleaf: %zu rows of .debug_frame, %zu at stop functions, %zu rows of ours\n",
-		      rows, stop, t.nr_rows);
+	print_message("goleaf: %zu rows of .debug_frame (%zu at stop functions, %zu under the "
+		      "frame-pointer rule), %zu rows of ours\n",
+		      rows, stop, fp, t.nr_rows);
+	assert_true(fp > rows / 10);
 	assert_true(rows > 2000);
 	assert_true(stop > 0 && stop < rows / 20);
 	assert_int_equal(bad, 0);
@@ -392,7 +400,6 @@ static void test_unwind_rows_leaf_and_frame(void **state)
 	struct opened o;
 	uint64_t spin = 0, spin_end = 0, hot = 0, hot_end = 0, goexit = 0, pc, e, z;
 	const char *name;
-	bool reserved = false, saved = false;
 	uint32_t i;
 
 	(void)state;
@@ -417,25 +424,49 @@ static void test_unwind_rows_leaf_and_frame(void **state)
 		assert_int_equal(r->cfa_off, 8);
 		assert_int_equal(r->rbp_rule, SYM_RBP_SAME);
 	}
-	/* main.hot: no frame at its entry, then its frame reserved, then rbp stored at the top
-	 * of it (CFA - 16), then back to no frame at its return. */
-	r = sym_unwind_table__find(&t, hot);
-	assert_int_equal(r->cfa_rule, SYM_CFA_RSP);
-	assert_int_equal(r->cfa_off, 8);
-	for (pc = hot; pc < hot_end; pc++) {
-		r = sym_unwind_table__find(&t, pc);
-		assert_int_equal(r->cfa_rule, SYM_CFA_RSP);
-		if (r->cfa_off > 8 && r->rbp_rule == SYM_RBP_SAME)
-			reserved = true;
-		if (r->cfa_off > 8 && r->rbp_rule == SYM_RBP_AT_CFA) {
-			assert_true(reserved);
-			assert_int_equal(r->rbp_off, -16);
-			saved = true;
+	/*
+	 * main.hot, row by row as its code goes: no frame at its entry (the stack check); its
+	 * frame reserved (SUBQ), rbp still the caller's; rbp stored at the top of the frame
+	 * (CFA - 16); rbp made the frame pointer (LEAQ): the frame-pointer rule, CFA = rbp +
+	 * 16; the epilogue's restore: back to rsp; the return: no frame. Each step once in
+	 * that order, and the body (most of the bytes) under the frame-pointer rule.
+	 */
+	{
+		static const char *const steps[] = { "entry", "reserved", "stored",
+						     "fp",    "restore",  "ret" };
+		int step = 0, next, fp_bytes = 0;
+
+		for (pc = hot; pc < hot_end; pc++) {
+			r = sym_unwind_table__find(&t, pc);
+			if (r->cfa_rule == SYM_CFA_RBP) {
+				assert_int_equal(r->cfa_off, 16);
+				assert_int_equal(r->rbp_rule, SYM_RBP_AT_CFA);
+				assert_int_equal(r->rbp_off, -16);
+				next = 3;
+				fp_bytes++;
+			} else {
+				assert_int_equal(r->cfa_rule, SYM_CFA_RSP);
+				if (r->cfa_off == 8) {
+					assert_int_equal(r->rbp_rule, SYM_RBP_SAME);
+					next = step ? 5 : 0;
+				} else if (r->rbp_rule == SYM_RBP_SAME) {
+					next = 1;
+				} else {
+					assert_int_equal(r->rbp_rule, SYM_RBP_AT_CFA);
+					assert_int_equal(r->rbp_off, -16);
+					next = step >= 3 ? 4 : 2;
+				}
+			}
+			if (next < step || next > step + 1)
+				fail_msg("main.hot+%llu: %s after %s",
+					 (unsigned long long)(pc - hot), steps[next], steps[step]);
+			if (next == 5)
+				break; /* the stack-growth path after the return is frameless too */
+			step = next;
 		}
-		if (r->cfa_off == 8)
-			assert_int_equal(r->rbp_rule, SYM_RBP_SAME);
+		assert_int_equal(step, 4);
+		assert_true(fp_bytes > (int)(hot_end - hot) / 2);
 	}
-	assert_true(reserved && saved);
 	assert_int_equal(sym_unwind_table__find(&t, goexit + 1)->cfa_rule, SYM_CFA_OUTERMOST);
 	sym_unwind_table__fini(&t);
 	close_go(&o);

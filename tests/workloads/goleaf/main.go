@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// goleaf [SECONDS] [GOROUTINES]: a Go program whose hot function is a frameless leaf, for
+// goleaf [CPU-SECONDS] [GOROUTINES]: a Go program whose hot function is a frameless leaf, for
 // names from .gopclntab and unwinding from its pcsp tables. main.spin does arithmetic in a
 // loop and calls nothing, so the compiler gives it no frame (no SUBQ SP, no PUSHQ BP: a
 // frame-pointer walk from it skips its caller). It is called by main.hot, which also runs
@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -42,16 +44,27 @@ func hot(rounds int, x uint64) uint64 {
 	return x
 }
 
+// cpuSeconds: the CPU time the process used so far, user and system, every thread.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
 //go:noinline
-func burn(id int, end time.Time, out *uint64, wg *sync.WaitGroup) {
+func burn(id int, done *int32, out *uint64, wg *sync.WaitGroup) {
 	defer wg.Done()
 	x := uint64(id)
-	for time.Now().Before(end) {
+	for atomic.LoadInt32(done) == 0 {
 		x = hot(20, x)
 	}
 	*out = x
 }
 
+// goleaf [CPU-SECONDS] [GOROUTINES]: burn that much CPU time in all (a loaded machine gives
+// the same number of samples, only later), at most a minute.
 func main() {
 	seconds, goroutines := 3.0, 2
 	if len(os.Args) > 1 {
@@ -67,17 +80,19 @@ func main() {
 	if runtime.GOMAXPROCS(0) < goroutines+1 {
 		runtime.GOMAXPROCS(goroutines + 1)
 	}
-	end := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+	deadline := time.Now().Add(time.Minute)
 	outs := make([]uint64, goroutines)
+	var done int32
 	var wg sync.WaitGroup
 	for i := 0; i < goroutines; i++ {
 		wg.Add(1)
-		go burn(i+1, end, &outs[i], &wg)
+		go burn(i+1, &done, &outs[i], &wg)
 	}
 	x := uint64(7)
-	for time.Now().Before(end) {
+	for cpuSeconds() < seconds && time.Now().Before(deadline) {
 		x = hot(20, x)
 	}
+	atomic.StoreInt32(&done, 1)
 	wg.Wait()
 	for _, o := range outs {
 		x ^= o

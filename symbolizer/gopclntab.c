@@ -455,7 +455,8 @@ static int pc_runs(const struct sym_gopcln *g, const struct gofunc *f, uint32_t 
 			return 0;
 		if (!varint(&p, end, &pcd))
 			return -EINVAL;
-		val += (int32_t)(-(uv & 1) ^ (uv >> 1));
+		/* Zig-zag; the sum wraps as Go's int32 does (a hostile table may overflow). */
+		val = (int32_t)((uint32_t)val + (-(uv & 1) ^ (uv >> 1)));
 		next = pc + (uint64_t)pcd * g->min_lc;
 		if (next > f->end)
 			next = f->end;

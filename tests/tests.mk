@@ -401,7 +401,7 @@ bench-run: bench-build
 # ---- Fuzzing (libFuzzer): the symbolizer's parsers, built with clang and ASan/UBSan ---------
 # make fuzz FUZZ_SECONDS=600 runs each target that long, growing tests/fuzz/corpus/TARGET;
 # make test replays the committed corpus once through each target.
-FUZZ_TARGETS := procmaps perfmap elf debuglink unwind
+FUZZ_TARGETS := procmaps perfmap elf debuglink unwind gopclntab
 FUZZ_DIR := $(TEST_BUILD)/fuzz
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -Wall -Wextra -Werror \
@@ -426,7 +426,9 @@ fuzz-build: $(FUZZ_BINS)
 # file behind a two-byte split), this host's maps lines, a JIT map.
 fuzz-seeds: $(FIXTURES)
 	$(Q)mkdir -p $(FUZZ_DIR)/seeds/procmaps $(FUZZ_DIR)/seeds/perfmap $(FUZZ_DIR)/seeds/elf \
-		$(FUZZ_DIR)/seeds/debuglink $(FUZZ_DIR)/seeds/unwind
+		$(FUZZ_DIR)/seeds/debuglink $(FUZZ_DIR)/seeds/unwind $(FUZZ_DIR)/seeds/gopclntab
+	$(Q)$(PYTHON) tests/tools/go_pclntab_seed.py $(FIXTURE_DIR)/goleaf-sw \
+		$(FUZZ_DIR)/seeds/gopclntab/goleaf
 	$(Q)n=0; while read -r line; do n=$$((n+1)); \
 		printf '%s' "$$line" > $(FUZZ_DIR)/seeds/procmaps/$$n; done < /proc/self/maps
 	$(Q)printf '7f0000001000 100 LazyCompile:~add /app/x.js:3\n0x7f0000002000 0x20 stub\n' \

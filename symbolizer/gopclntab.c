@@ -547,6 +547,36 @@ static bool inlined_call(const struct sym_gopcln *g, const struct gofunc *f, int
 	return true;
 }
 
+/*
+ * Keep of the copied segment only what lookups read: the table, and the function data from
+ * go:func.* up to it (the inline trees; the types before go:func.* are most of .rodata).
+ */
+static int trim(struct sym_gopcln *g)
+{
+	size_t lo = g->tab.off, hi = g->tab.off + g->tab.len;
+	struct region *r[] = { &g->tab, &g->funcname, &g->cutab, &g->filetab, &g->pctab, &g->pcln };
+	uint8_t *keep;
+	size_t i;
+
+	if (g->gofunc && g->gofunc - g->seg_vaddr < lo)
+		lo = g->gofunc - g->seg_vaddr;
+	else
+		g->gofunc = 0; /* not before the table: not where the linker puts it */
+	if (!lo && hi == g->seg_size)
+		return 0;
+	keep = malloc(hi - lo);
+	if (!keep)
+		return -ENOMEM;
+	memcpy(keep, g->seg + lo, hi - lo);
+	free(g->seg);
+	g->seg = keep;
+	g->seg_size = hi - lo;
+	g->seg_vaddr += lo;
+	for (i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		r[i]->off -= lo;
+	return 0;
+}
+
 /* The functab's entries never go down (lookups search it by halves). */
 static int check_sorted(const struct sym_gopcln *g)
 {
@@ -588,6 +618,8 @@ struct sym_gopcln *sym_gopcln__open(Elf *elf)
 	if (err)
 		goto err_out;
 	err = check_sorted(g);
+	if (!err)
+		err = trim(g);
 	if (err)
 		goto err_out;
 	/* A position-independent build leaves textStart to a relocation: take .text's place,

@@ -203,7 +203,8 @@ int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);
 /*
  * Find and read the pclntab of a Go binary: by its section .gopclntab or, in a file without
  * section headers, by its header in a read-only segment confirmed by the runtime's
- * moduledata. The segment holding it is copied (sym_gopcln__bytes()). NULL with errno
+ * moduledata. The table and the function data before it (go:func.*, for inline trees) are
+ * copied (sym_gopcln__bytes()). NULL with errno
  * ENOENT (no table: not Go, or Go stripped of its sections and moduledata not found),
  * ENOTSUP (a table of Go 1.2-1.17, or of a 32-bit target), EINVAL (malformed), E2BIG,
  * ENOMEM.

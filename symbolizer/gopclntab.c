@@ -21,8 +21,7 @@
  * its header in a read-only segment, confirmed by the runtime's moduledata (in a writable
  * segment) pointing to it. Inline trees (FUNCDATA_InlTree) are not in the table: they are
  * offsets from moduledata.gofunc (go:func.*, in .rodata), so they are read when moduledata
- * is found (not in position-independent builds, whose moduledata pointers are relocations
- * that the file leaves zero).
+ * is found; the bytes from there on are copied as well.
  *
  * A pc-value table (pcsp, pcfile, pcln, pcdata) is a sequence of (value delta, pc delta)
  * pairs of varints, the value delta zig-zag encoded, starting from value -1 at the entry;
@@ -69,7 +68,9 @@ struct sym_gopcln {
 	uint32_t nfunc;
 	uint64_t text_start; /* entry offsets are from here */
 	struct region tab, funcname, cutab, filetab, pctab, pcln;
-	uint64_t gofunc;  /* ELF address of go:func.*, 0 when unknown */
+	uint64_t gofunc; /* ELF address of go:func.*, 0 when unknown */
+	uint8_t *fdata;	 /* its bytes (copied) up to the end of its segment or the table */
+	size_t fdata_size;
 	size_t func_size; /* of a _func record without its pcdata and funcdata */
 	size_t inl_size;  /* of an inlinedCall */
 	size_t inl_name;  /* offset of nameOff in an inlinedCall */
@@ -245,8 +246,7 @@ static int find_moduledata(Elf *elf, struct sym_gopcln *g, uint64_t tab_vaddr)
 			    get64(p + off + 176) != g->text_start)
 				continue;
 			gofunc = get64(p + off + g->md_gofunc);
-			if (gofunc >= g->seg_vaddr && gofunc - g->seg_vaddr < g->seg_size)
-				g->gofunc = gofunc;
+			g->gofunc = gofunc;
 			return 0;
 		}
 	}
@@ -272,7 +272,8 @@ static int open_by_section(Elf *elf, struct sym_gopcln *g, uint64_t *tab_vaddr)
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		name = section_name(elf, scn, &shdr);
-		if (!name || strcmp(name, ".gopclntab"))
+		/* .data.rel.ro.gopclntab in position-independent builds. */
+		if (!name || (strcmp(name, ".gopclntab") && strcmp(name, ".data.rel.ro.gopclntab")))
 			continue;
 		if (shdr.sh_type == SHT_NOBITS || !(shdr.sh_flags & SHF_ALLOC) || !shdr.sh_size)
 			return -EINVAL;
@@ -332,6 +333,7 @@ static void gopcln_free(struct sym_gopcln *g)
 {
 	if (!g)
 		return;
+	free(g->fdata);
 	free(g->seg);
 	free(g);
 }
@@ -534,23 +536,59 @@ static bool inlined_call(const struct sym_gopcln *g, const struct gofunc *f, int
 	uint32_t off;
 	uint64_t at;
 
-	if (!g->gofunc || ix < 0 || f->nfuncdata <= FUNCDATA_INL)
+	if (!g->fdata || ix < 0 || f->nfuncdata <= FUNCDATA_INL)
 		return false;
 	off = get32(g->seg + f->rec + g->func_size + 4 * (f->npcdata + FUNCDATA_INL));
 	if (off == UINT32_MAX)
 		return false;
-	at = g->gofunc - g->seg_vaddr + off + (uint64_t)ix * g->inl_size;
-	if (at > g->seg_size || g->seg_size - at < g->inl_size)
+	at = off + (uint64_t)ix * g->inl_size;
+	if (at > g->fdata_size || g->fdata_size - at < g->inl_size)
 		return false;
-	*nameoff = (int32_t)get32(g->seg + at + g->inl_name);
-	*parent_pc = (int32_t)get32(g->seg + at + g->inl_ppc);
+	*nameoff = (int32_t)get32(g->fdata + at + g->inl_name);
+	*parent_pc = (int32_t)get32(g->fdata + at + g->inl_ppc);
 	return true;
 }
 
 /*
- * Keep of the copied segment only what lookups read: the table, and the function data from
- * go:func.* up to it (the inline trees; the types before go:func.* are most of .rodata).
+ * Copy the function data from go:func.* on (the inline trees), to the end of its segment's
+ * file bytes or to the table if that follows in the same segment. No inline trees when
+ * that cannot be read.
  */
+static void copy_funcdata(Elf *elf, struct sym_gopcln *g, uint64_t tab_vaddr)
+{
+	size_t nr = 0, i;
+	GElf_Phdr ph;
+
+	if (!g->gofunc || elf_getphdrnum(elf, &nr))
+		goto none;
+	for (i = 0; i < nr; i++) {
+		uint64_t end;
+		Elf_Data *d;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    g->gofunc < ph.p_vaddr || g->gofunc - ph.p_vaddr >= ph.p_filesz)
+			continue;
+		end = ph.p_vaddr + ph.p_filesz;
+		if (tab_vaddr > g->gofunc && tab_vaddr < end)
+			end = tab_vaddr;
+		if (end - g->gofunc > MAX_SEGMENT)
+			goto none;
+		d = elf_getdata_rawchunk(elf, (int64_t)(ph.p_offset + (g->gofunc - ph.p_vaddr)),
+					 end - g->gofunc, ELF_T_BYTE);
+		if (!d || !d->d_buf || d->d_size != end - g->gofunc)
+			goto none;
+		g->fdata = malloc(d->d_size);
+		if (!g->fdata)
+			goto none;
+		memcpy(g->fdata, d->d_buf, d->d_size);
+		g->fdata_size = d->d_size;
+		return;
+	}
+none:
+	g->gofunc = 0;
+}
+
+/* Keep of the copied segment only the table. */
 static int trim(struct sym_gopcln *g)
 {
 	size_t lo = g->tab.off, hi = g->tab.off + g->tab.len;
@@ -558,10 +596,6 @@ static int trim(struct sym_gopcln *g)
 	uint8_t *keep;
 	size_t i;
 
-	if (g->gofunc && g->gofunc - g->seg_vaddr < lo)
-		lo = g->gofunc - g->seg_vaddr;
-	else
-		g->gofunc = 0; /* not before the table: not where the linker puts it */
 	if (!lo && hi == g->seg_size)
 		return 0;
 	keep = malloc(hi - lo);
@@ -622,6 +656,7 @@ struct sym_gopcln *sym_gopcln__open(Elf *elf)
 		err = trim(g);
 	if (err)
 		goto err_out;
+	copy_funcdata(elf, g, tab_vaddr);
 	/* A position-independent build leaves textStart to a relocation: take .text's place,
 	 * the lowest executable segment, which is where the linker starts the text. */
 	if (!g->text_start) {
@@ -654,7 +689,7 @@ void sym_gopcln__free(struct sym_gopcln *g)
 
 size_t sym_gopcln__bytes(const struct sym_gopcln *g)
 {
-	return g ? sizeof(*g) + g->seg_size : 0;
+	return g ? sizeof(*g) + g->seg_size + g->fdata_size : 0;
 }
 
 uint32_t sym_gopcln__version(const struct sym_gopcln *g)
@@ -664,7 +699,7 @@ uint32_t sym_gopcln__version(const struct sym_gopcln *g)
 
 bool sym_gopcln__has_inline(const struct sym_gopcln *g)
 {
-	return g->gofunc != 0;
+	return g->fdata != NULL;
 }
 
 uint32_t sym_gopcln__count(const struct sym_gopcln *g)

@@ -137,9 +137,17 @@ FIXTURE_LISTINGS := $(FIXTURES:%=%.nm) $(FIXTURES:%=%.buildid)
 # goleaf-sw (-s -w), with the Go toolchain's own readings as the reference: `go tool nm` of
 # the unstripped build, and `go tool addr2line` of both at a sample of pcs (each function's
 # entry, middle and last byte, and every 4th byte of the main package's functions).
-FIXTURES += $(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw
+# Also a position-independent -s -w build (its table in .data.rel.ro.gopclntab, which `go tool
+# addr2line` does not read: it is held to goleaf-sw's functions and inlined frames).
+FIXTURES += $(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw $(FIXTURE_DIR)/goleaf-pie-sw
 FIXTURE_LISTINGS += $(FIXTURE_DIR)/goleaf.gonm $(FIXTURE_DIR)/goleaf.addr2line \
 		    $(FIXTURE_DIR)/goleaf-sw.addr2line
+
+$(FIXTURE_DIR)/goleaf-pie-sw: $(GOLEAF_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		$(GO) build -buildmode=pie -ldflags='-s -w' -o $(abspath $@) .
 
 $(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw: $(FIXTURE_DIR)/%: $(WORKLOAD_DIR)/%
 	$(Q)mkdir -p $(@D)

@@ -9,7 +9,8 @@
  * must be what `go tool addr2line` says; an inlined call (main.mix into main.hot) must come
  * out as two frames with the call site's line; the unwind rows derived from pcsp must give
  * the CFA that the linker's own .debug_frame gives (read by binutils' readelf) at every row
- * it prints; and damaged tables must be refused or read without a fault.
+ * it prints; a copy without section headers must be found by its header and moduledata;
+ * and damaged tables must be refused or read without a fault.
  */
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -594,9 +595,55 @@ static void test_bad_tables(void **state)
 	}
 }
 
+/* Sections stripped too (e_shnum 0): the table found by its header and the moduledata. */
+static void test_no_section_headers(void **state)
+{
+	size_t size, tab, tab_size;
+	uint8_t *buf = load_copy(&size, &tab, &tab_size);
+	Elf64_Ehdr *ehdr = (Elf64_Ehdr *)buf;
+	struct sym_frame f[8];
+	struct opened ref;
+	struct sym_gopcln *g;
+	uint64_t e, z, e2, z2;
+	const char *n, *n2;
+	uint32_t i;
+	Elf *elf;
+	int k;
+
+	(void)state;
+	ehdr->e_shoff = 0;
+	ehdr->e_shnum = 0;
+	ehdr->e_shstrndx = 0;
+	elf = elf_memory((char *)buf, size);
+	assert_non_null(elf);
+	g = sym_gopcln__open(elf);
+	assert_non_null(g);
+	assert_true(sym_gopcln__has_inline(g));
+	open_go(GOLEAF_SW, &ref);
+	assert_int_equal(sym_gopcln__count(g), sym_gopcln__count(ref.g));
+	for (i = 0; i < sym_gopcln__count(g); i++) {
+		assert_int_equal(sym_gopcln__func(g, i, &e, &z, &n), 0);
+		assert_int_equal(sym_gopcln__func(ref.g, i, &e2, &z2, &n2), 0);
+		assert_string_equal(n, n2);
+		assert_int_equal(e, e2);
+		assert_int_equal(z, z2);
+		if (!strcmp(n, "main.hot")) {
+			for (k = 0; e < z && k < 2; e++)
+				k = sym_gopcln__lookup(g, e, f, 8);
+			assert_int_equal(k, 2);
+			assert_string_equal(f[0].name, "main.mix");
+		}
+	}
+	close_go(&ref);
+	sym_gopcln__free(g);
+	elf_end(elf);
+	free(buf);
+}
+
 UNIT_MAIN("gopclntab", cmocka_unit_test(test_functions_match_go_nm),
 	  cmocka_unit_test(test_stripped_build_same_functions),
 	  cmocka_unit_test(test_lines_match_go_addr2line),
 	  cmocka_unit_test(test_inlined_frames_stripped),
 	  cmocka_unit_test(test_unwind_rows_match_debug_frame),
-	  cmocka_unit_test(test_unwind_rows_leaf_and_frame), cmocka_unit_test(test_bad_tables))
+	  cmocka_unit_test(test_unwind_rows_leaf_and_frame), cmocka_unit_test(test_bad_tables),
+	  cmocka_unit_test(test_no_section_headers))

@@ -770,7 +770,8 @@ struct rows {
 	size_t text_size;
 	uint64_t bp_saved; /* from here (in the current function) rbp is at CFA - 16 */
 	uint64_t bp_set;   /* from here rbp is the frame pointer (in full frames) */
-	int32_t fs;	   /* the full frame's sp delta */
+	int32_t fs;	   /* the full frame's sp delta (rbp stored, not pushed) */
+	bool pushed;	   /* rbp was pushed (PUSHQ BP), not stored */
 	bool asm_func;	   /* written in assembly: rbp may be used otherwise */
 	int err;
 };
@@ -803,57 +804,67 @@ static const uint8_t *text_at(const struct rows *r, uint64_t pc, size_t len)
 }
 
 /*
- * Where the prologue that ends at pc (the first pc with a frame of size fs) saved rbp: the
- * linker's amd64 prologue (cmd/internal/obj/x86/obj6.go) either pushed it (PUSHQ BP, the
- * frame then 8 bytes: from pc on) or stores it at the top of the frame just after reserving
- * it (SUBQ $fs, SP; MOVQ BP, fs-8(SP): from after that store). 0 when neither is seen.
+ * The length of the instruction at pc if it is `op BP, d(SP)`-shaped: REX.W, op (0x89 MOVQ
+ * BP to memory, 0x8b MOVQ memory to BP, 0x8d LEAQ), a ModRM naming rbp and an SIB for rsp,
+ * with no, an 8-bit or a 32-bit displacement as the assembler picks for d. 0 otherwise.
  */
-static uint64_t bp_saved_at(const struct rows *r, uint64_t pc, int32_t fs)
+static size_t bp_sp_insn(const struct rows *r, uint64_t pc, uint8_t op, int32_t d)
 {
 	const uint8_t *b;
-	int32_t d = fs - 8;
 
-	if (fs == 8 && (b = text_at(r, pc - 1, 1)) && b[0] == 0x55)
-		return pc;
-	if (d >= 0 && d < 128 && (b = text_at(r, pc, 5)) && b[0] == 0x48 && b[1] == 0x89 &&
+	if (!d && (b = text_at(r, pc, 4)) && b[0] == 0x48 && b[1] == op && b[2] == 0x2c &&
+	    b[3] == 0x24)
+		return 4;
+	if (d > 0 && d < 128 && (b = text_at(r, pc, 5)) && b[0] == 0x48 && b[1] == op &&
 	    b[2] == 0x6c && b[3] == 0x24 && b[4] == d)
-		return pc + 5;
-	if (d >= 128 && (b = text_at(r, pc, 8)) && b[0] == 0x48 && b[1] == 0x89 && b[2] == 0xac &&
+		return 5;
+	if (d >= 128 && (b = text_at(r, pc, 8)) && b[0] == 0x48 && b[1] == op && b[2] == 0xac &&
 	    b[3] == 0x24 && (int32_t)get32(b + 4) == d)
-		return pc + 8;
+		return 8;
 	return 0;
 }
 
 /*
- * Where the prologue that stored rbp at bp_saved made rbp this frame's frame pointer: the
- * compiler's LEAQ fs-8(SP), BP right after the store (cmd/internal/obj/x86/obj6.go). 0 when
- * it is not there.
+ * The amd64 prologue's save of rbp (cmd/internal/obj/x86/obj6.go), at pc, the first pc with
+ * a frame of sp delta sp: either pushed (PUSHQ BP, then MOVQ SP, BP: the frame 8 bytes so
+ * far; seen in Go 1.23 and 1.24) or stored at the top of the frame just reserved (SUBQ $fs,
+ * SP; MOVQ BP, fs-8(SP); LEAQ fs-8(SP), BP; Go 1.19). Sets where rbp is saved from and, for compiled
+ * code, where it becomes the frame pointer; neither when the code is not one of those.
  */
-static uint64_t bp_set_at(const struct rows *r, uint64_t pc, int32_t fs)
+static void find_prologue(struct rows *r, uint64_t pc, int32_t sp)
 {
 	const uint8_t *b;
-	int32_t d = fs - 8;
+	size_t n;
 
-	if (d < 128 && (b = text_at(r, pc, 5)) && b[0] == 0x48 && b[1] == 0x8d && b[2] == 0x6c &&
-	    b[3] == 0x24 && b[4] == d)
-		return pc + 5;
-	if (d >= 128 && (b = text_at(r, pc, 8)) && b[0] == 0x48 && b[1] == 0x8d && b[2] == 0xac &&
-	    b[3] == 0x24 && (int32_t)get32(b + 4) == d)
-		return pc + 8;
-	return 0;
+	if (sp == 8 && (b = text_at(r, pc - 1, 1)) && b[0] == 0x55) {
+		r->bp_saved = pc;
+		r->pushed = true;
+		if (!r->asm_func && (b = text_at(r, pc, 3)) && b[0] == 0x48 && b[1] == 0x89 &&
+		    b[2] == 0xe5)
+			r->bp_set = pc + 3;
+		return;
+	}
+	n = bp_sp_insn(r, pc, 0x89, sp - 8);
+	if (!n)
+		return;
+	r->bp_saved = pc + n;
+	r->fs = sp;
+	if (!r->asm_func && (n = bp_sp_insn(r, r->bp_saved, 0x8d, sp - 8)))
+		r->bp_set = r->bp_saved + n;
 }
 
 /*
- * Up to where, in a run [lo, hi) of the full frame fs, rbp is the frame pointer: the
- * epilogue MOVQ fs-8(SP), BP; ADDQ $fs, SP ending at hi restores the caller's rbp first.
- * hi when no epilogue ends the run; lo when an ADDQ ends it without that restore (claim
- * nothing then).
+ * Up to where, in a run [lo, hi) of the full frame fs of a stored (not pushed) rbp, rbp is
+ * the frame pointer: the epilogue MOVQ fs-8(SP), BP; ADDQ $fs, SP ending at hi restores the
+ * caller's rbp first. hi when no epilogue ends the run; lo when an ADDQ ends it without
+ * that restore (claim nothing then).
  */
 static uint64_t fp_end(const struct rows *r, uint64_t lo, uint64_t hi, int32_t fs)
 {
+	static const size_t lens[] = { 4, 5, 8 };
 	const uint8_t *b;
-	int32_t d = fs - 8;
 	uint64_t at;
+	size_t i;
 
 	if (fs < 128 && hi - lo >= 4 && (b = text_at(r, hi - 4, 4)) && b[0] == 0x48 &&
 	    b[1] == 0x83 && b[2] == 0xc4 && b[3] == fs)
@@ -863,12 +874,9 @@ static uint64_t fp_end(const struct rows *r, uint64_t lo, uint64_t hi, int32_t f
 		at = hi - 7;
 	else
 		return hi;
-	if (d < 128 && at - lo >= 5 && (b = text_at(r, at - 5, 5)) && b[0] == 0x48 &&
-	    b[1] == 0x8b && b[2] == 0x6c && b[3] == 0x24 && b[4] == d)
-		return at - 5;
-	if (d >= 128 && at - lo >= 8 && (b = text_at(r, at - 8, 8)) && b[0] == 0x48 &&
-	    b[1] == 0x8b && b[2] == 0xac && b[3] == 0x24 && (int32_t)get32(b + 4) == d)
-		return at - 8;
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		if (at - lo >= lens[i] && bp_sp_insn(r, at - lens[i], 0x8b, fs - 8) == lens[i])
+			return at - lens[i];
 	return lo;
 }
 
@@ -893,14 +901,11 @@ static int sp_run(void *ctx, int32_t sp, uint64_t lo, uint64_t hi)
 		r->err = push(r, lo, SYM_CFA_RSP, 8, SYM_RBP_SAME);
 		return r->err;
 	}
-	if (!r->bp_saved) {
-		r->bp_saved = bp_saved_at(r, lo, sp);
-		if (r->bp_saved && !r->asm_func && sp > 8) {
-			r->fs = sp;
-			r->bp_set = bp_set_at(r, r->bp_saved, sp);
-		}
-	}
-	if (r->bp_set && sp == r->fs)
+	if (!r->bp_saved)
+		find_prologue(r, lo, sp);
+	if (r->bp_set && r->pushed) /* rbp is the frame pointer until POPQ BP (sp 0 after) */
+		end = hi;
+	else if (r->bp_set && sp == r->fs)
 		end = fp_end(r, lo, hi, sp);
 	cut[n++] = lo;
 	if (r->bp_saved > lo && r->bp_saved < hi)
@@ -979,11 +984,15 @@ int sym_gopcln__unwind_rows(const struct sym_gopcln *g, Elf *elf, struct sym_unw
 		} else if (f.flag & FUNC_FLAG_SPW) {
 			/* Go's own traceback stops here too (runtime/symtab.go, SPWRITE). */
 			err = push(&r, f.entry, SYM_CFA_UNSUPPORTED, 0, SYM_RBP_UNDEFINED);
+		} else if (!f.pcsp) {
+			/* No table: a linker's marker (go:textfipsstart), no code of its own. */
+			err = push(&r, f.entry, SYM_CFA_NONE, 0, SYM_RBP_SAME);
 		} else {
 			size_t before = t->nr_rows;
 
 			r.bp_saved = r.bp_set = 0;
 			r.fs = 0;
+			r.pushed = false;
 			r.asm_func = f.flag & FUNC_FLAG_ASM;
 			r.err = 0;
 			err = pc_runs(g, &f, f.pcsp, sp_run, &r);

@@ -87,8 +87,11 @@ $(WORKLOAD_DIR)/gomethods: tests/workloads/gomethods/main.go tests/workloads/gom
 
 # Go with a frameless hot leaf (main.spin, called by main.hot) on several goroutines: as
 # built, and as a release build, -ldflags='-s -w' (no .symtab, no DWARF: only .gopclntab).
-GOLEAF_SRCS := tests/workloads/goleaf/main.go tests/workloads/goleaf/go.mod
-WORKLOADS += $(WORKLOAD_DIR)/goleaf $(WORKLOAD_DIR)/goleaf-sw
+# And as a cgo program (-tags goleafcgo: linked by gcc, the C runtime's .eh_frame beside
+# .gopclntab), -s -w too.
+GOLEAF_SRCS := tests/workloads/goleaf/main.go tests/workloads/goleaf/cgo.go \
+	       tests/workloads/goleaf/go.mod
+WORKLOADS += $(WORKLOAD_DIR)/goleaf $(WORKLOAD_DIR)/goleaf-sw $(WORKLOAD_DIR)/goleaf-cgo-sw
 
 $(WORKLOAD_DIR)/goleaf: $(GOLEAF_SRCS)
 	$(call msg,GO,$@)
@@ -101,6 +104,12 @@ $(WORKLOAD_DIR)/goleaf-sw: $(GOLEAF_SRCS)
 	$(Q)mkdir -p $(@D)
 	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
 		$(GO) build -ldflags='-s -w' -o $(abspath $@) .
+
+$(WORKLOAD_DIR)/goleaf-cgo-sw: $(GOLEAF_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		CGO_ENABLED=1 $(GO) build -tags goleafcgo -ldflags='-s -w' -o $(abspath $@) .
 
 $(WORKLOAD_DIR)/burn-nopie: tests/workloads/burn.c tests/workloads/workload.h
 	$(call msg,CC,$@)
@@ -139,7 +148,8 @@ FIXTURE_LISTINGS := $(FIXTURES:%=%.nm) $(FIXTURES:%=%.buildid)
 # entry, middle and last byte, and every 4th byte of the main package's functions).
 # Also a position-independent -s -w build (its table in .data.rel.ro.gopclntab, which `go tool
 # addr2line` does not read: it is held to goleaf-sw's functions and inlined frames).
-FIXTURES += $(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw $(FIXTURE_DIR)/goleaf-pie-sw
+FIXTURES += $(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw $(FIXTURE_DIR)/goleaf-pie-sw \
+	    $(FIXTURE_DIR)/goleaf-cgo-sw
 FIXTURE_LISTINGS += $(FIXTURE_DIR)/goleaf.gonm $(FIXTURE_DIR)/goleaf.addr2line \
 		    $(FIXTURE_DIR)/goleaf-sw.addr2line
 
@@ -149,7 +159,8 @@ $(FIXTURE_DIR)/goleaf-pie-sw: $(GOLEAF_SRCS)
 	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
 		$(GO) build -buildmode=pie -ldflags='-s -w' -o $(abspath $@) .
 
-$(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw: $(FIXTURE_DIR)/%: $(WORKLOAD_DIR)/%
+$(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw $(FIXTURE_DIR)/goleaf-cgo-sw: $(FIXTURE_DIR)/%: \
+		$(WORKLOAD_DIR)/%
 	$(Q)mkdir -p $(@D)
 	$(Q)cp $< $@
 

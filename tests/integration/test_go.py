@@ -125,3 +125,17 @@ def test_go_unstripped_leaf_keeps_caller():
           f"--unwind fp: main.hot under the leaf on {fp} of {total}: the contrast is gone")
     print(f"goleaf: main.hot the caller on {share:.1%} of the leaf's samples with tables, "
           f"{fp} of {total} by frame pointers")
+
+
+def test_go_cgo_leaf_keeps_caller():
+    """A cgo build (-s -w, linked by gcc: .eh_frame for its C code, none for its Go code): the
+    Go code's rows come from pcsp beside the C code's from .eh_frame, so the frameless leaf
+    keeps its caller there too, the stacks whole to runtime.goexit."""
+    binary = workload("goleaf-cgo-sw")
+    out = subprocess.run(["readelf", "-S", binary], capture_output=True, text=True).stdout
+    check(".eh_frame" in out and ".gopclntab" in out and ".symtab" not in out,
+          f"goleaf-cgo-sw is not a -s -w cgo build:\n{out}")
+    agent, pid = run_goleaf(binary)
+    leaf, _ = leaf_stacks(agent, pid)
+    share = judge("goleaf-cgo-sw", leaf)
+    print(f"goleaf-cgo-sw: main.hot the caller on {share:.1%} of the leaf's samples")

@@ -9,7 +9,8 @@
  * must be what `go tool addr2line` says; an inlined call (main.mix into main.hot) must come
  * out as two frames with the call site's line; the unwind rows derived from pcsp must give
  * the CFA that the linker's own .debug_frame gives (read by binutils' readelf) at every row
- * it prints; a copy without section headers must be found by its header and moduledata;
+ * it prints; a cgo build's rows must combine its C code's .eh_frame and its Go code's pcsp;
+ * a copy without section headers must be found by its header and moduledata;
  * and damaged tables must be refused or read without a fault.
  */
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #define GOLEAF	   FIXTURE("goleaf")
 #define GOLEAF_SW  FIXTURE("goleaf-sw")
 #define GOLEAF_PIE FIXTURE("goleaf-pie-sw")
+#define GOLEAF_CGO FIXTURE("goleaf-cgo-sw")
 #define GOLEAF_GO  FIXTURE_SRC "/../../workloads/goleaf/main.go"
 
 struct gonm {
@@ -595,6 +597,71 @@ static void test_bad_tables(void **state)
 	}
 }
 
+/*
+ * A cgo build: its C code's rows from .eh_frame (every row readelf prints for it), its Go
+ * code's from pcsp (each function's entry: no frame yet; the leaf frameless; main.hot's body
+ * under the frame-pointer rule).
+ */
+static void test_cgo_rows_combined(void **state)
+{
+	struct sym_unwind_table t;
+	const struct sym_unwind_row *r;
+	char cmd[600], line[512];
+	size_t c_rows = 0, go_funcs = 0, fp = 0;
+	struct opened o;
+	uint64_t e, z, pc;
+	const char *n;
+	uint32_t i;
+	FILE *p;
+
+	(void)state;
+	open_go(GOLEAF_CGO, &o);
+	assert_int_equal(sym_unwind_table__build(o.fd, NULL, 0, &t), 0);
+	assert_true(t.gopclntab);
+	assert_false(t.debug_frame);
+	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames-interp %s 2>/dev/null", GOLEAF_CGO);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long loc;
+		int off;
+
+		if (sscanf(line, "%llx rsp+%d", &loc, &off) != 2 || !loc)
+			continue;
+		r = sym_unwind_table__find(&t, loc);
+		assert_non_null(r);
+		if (r->cfa_rule == SYM_CFA_OUTERMOST)
+			continue; /* _start: its return address undefined on the same row */
+		assert_int_equal(r->cfa_rule, SYM_CFA_RSP);
+		assert_int_equal(r->cfa_off, off);
+		c_rows++;
+	}
+	assert_int_equal(pclose(p), 0);
+	for (i = 0; i < sym_gopcln__count(o.g); i++) {
+		assert_int_equal(sym_gopcln__func(o.g, i, &e, &z, &n), 0);
+		r = sym_unwind_table__find(&t, e);
+		assert_non_null(r);
+		if (r->cfa_rule == SYM_CFA_RSP) {
+			assert_int_equal(r->cfa_off, 8);
+			go_funcs++;
+		}
+		if (!strcmp(n, "main.spin"))
+			for (pc = e; pc < z; pc++)
+				assert_int_equal(sym_unwind_table__find(&t, pc)->cfa_off, 8);
+		if (!strcmp(n, "main.hot"))
+			for (pc = e; pc < z; pc++)
+				fp += sym_unwind_table__find(&t, pc)->cfa_rule == SYM_CFA_RBP;
+	}
+	print_message("goleaf-cgo-sw: %zu rows of .eh_frame, %u Go functions (%zu from a row "
+		      "of no frame), main.hot %zu bytes under the frame-pointer rule\n",
+		      c_rows, sym_gopcln__count(o.g), go_funcs, fp);
+	assert_true(c_rows >= 20);
+	assert_true(go_funcs > sym_gopcln__count(o.g) * 9 / 10);
+	assert_true(fp > 40);
+	sym_unwind_table__fini(&t);
+	close_go(&o);
+}
+
 /* Sections stripped too (e_shnum 0): the table found by its header and the moduledata. */
 static void test_no_section_headers(void **state)
 {
@@ -646,4 +713,4 @@ UNIT_MAIN("gopclntab", cmocka_unit_test(test_functions_match_go_nm),
 	  cmocka_unit_test(test_inlined_frames_stripped),
 	  cmocka_unit_test(test_unwind_rows_match_debug_frame),
 	  cmocka_unit_test(test_unwind_rows_leaf_and_frame), cmocka_unit_test(test_bad_tables),
-	  cmocka_unit_test(test_no_section_headers))
+	  cmocka_unit_test(test_no_section_headers), cmocka_unit_test(test_cgo_rows_combined))

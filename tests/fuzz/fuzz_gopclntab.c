@@ -7,8 +7,9 @@
  * prologues the unwind rows look for are fuzzed too), and a writable segment with the
  * runtime's moduledata pointing to the table, its gofunc at an offset the input's last four
  * bytes choose (so inline trees are read from the input as well). Then every function,
- * lookups at pcs the input names, and the unwind rows; and the same image without section
- * headers, for the search by header and moduledata.
+ * lookups at pcs the input names, and the unwind rows; the same image with an .eh_frame
+ * for its first bytes of text (a cgo binary's C code); and without section headers, for the
+ * search by header and moduledata.
  */
 #include <elf.h>
 #include <stdlib.h>
@@ -22,13 +23,37 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 #define MD_VADDR  0x600000ULL
 #define MD_SIZE	  336
 
+#define EH_VADDR 0x700000ULL
+
 struct head {
 	Elf64_Ehdr ehdr;
 	Elf64_Phdr phdr[3];
-	Elf64_Shdr shdr[3];
-	char names[32];
+	Elf64_Shdr shdr[4];
+	char names[48];
 	uint8_t md[MD_SIZE];
+	uint8_t eh[48]; /* a CIE and an FDE for the first 16 bytes of the text, a terminator */
 };
+
+/* .eh_frame (LSB Core 10.6) for [text, text + 16): CFA rsp + 8, then rsp + 16 from the
+ * second byte, as a C function pushing a register would have. */
+static void put_eh_frame(uint8_t *eh, uint64_t text)
+{
+	static const uint8_t cie[24] = { 20, 0,	   0,  0, 0,	0,    0, 0, 1,	  'z', 'R', 0,
+					 1,  0x78, 16, 1, 0x1b, 0x0c, 7, 8, 0x90, 1,   0,   0 };
+	int32_t rel = (int32_t)(text - (EH_VADDR + 24 + 8));
+	uint32_t len = 16, cie_ptr = 28, range = 16;
+
+	memcpy(eh, cie, sizeof(cie));
+	memcpy(eh + 24, &len, 4);
+	memcpy(eh + 28, &cie_ptr, 4);
+	memcpy(eh + 32, &rel, 4);
+	memcpy(eh + 36, &range, 4);
+	eh[40] = 0;    /* no augmentation data */
+	eh[41] = 0x41; /* DW_CFA_advance_loc 1 */
+	eh[42] = 0x0e; /* DW_CFA_def_cfa_offset 16 */
+	eh[43] = 16;
+	memset(eh + 44, 0, 4); /* the terminator */
+}
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -127,7 +152,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 				   .p_vaddr = MD_VADDR,
 				   .p_filesz = MD_SIZE,
 				   .p_memsz = MD_SIZE };
-	memcpy(h->names, "\0.gopclntab\0.shstrtab", sizeof("\0.gopclntab\0.shstrtab"));
+	memcpy(h->names, "\0.gopclntab\0.shstrtab\0.eh_frame",
+	       sizeof("\0.gopclntab\0.shstrtab\0.eh_frame"));
 	h->shdr[1] = (Elf64_Shdr){ .sh_name = 1,
 				   .sh_type = SHT_PROGBITS,
 				   .sh_flags = SHF_ALLOC,
@@ -154,7 +180,17 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	put64(h->md + 176, text);
 	put64(h->md + 304, gofunc);
 	put64(h->md + 320, gofunc);
+	put_eh_frame(h->eh, text);
+	h->shdr[3] = (Elf64_Shdr){ .sh_name = 22,
+				   .sh_type = SHT_PROGBITS,
+				   .sh_flags = SHF_ALLOC,
+				   .sh_addr = EH_VADDR,
+				   .sh_offset = offsetof(struct head, eh),
+				   .sh_size = sizeof(h->eh) };
 	memcpy(image + sizeof(*h), data, size);
+	exercise(image, total, data, size);
+	/* With the .eh_frame of some C code: a cgo binary's rows combine both. */
+	h->ehdr.e_shnum = 4;
 	exercise(image, total, data, size);
 	/* Without section headers: found by its header and the moduledata. */
 	h->ehdr.e_shoff = 0;

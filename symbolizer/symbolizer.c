@@ -163,8 +163,9 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 	}
 	t = symtab__build(elf, extra, &o->key);
 	err = t ? 0 : -errno;
-	/* A Go binary without .symtab and DWARF (-ldflags='-s -w') still has its pclntab. */
-	if (t && fd == o->fd && !o->has_symtab && !o->has_dwarf) {
+	/* A Go binary without DWARF (-ldflags=-w, or '-s -w' without .symtab too) still has its
+	 * pclntab, with lines and inlined calls that a .symtab lacks. */
+	if (t && fd == o->fd && !o->has_dwarf) {
 		t->go = sym_gopcln__open(elf);
 		if (t->go) {
 			t->bytes += sym_gopcln__bytes(t->go);

@@ -235,14 +235,24 @@ static int opt_service_name_rule(struct agent_config *cfg, const char *arg, char
 
 static int opt_label(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
+	char name[TARGET_MAX_NAME + 1], other[TARGET_MAX_NAME + 1];
 	size_t i, n = strcspn(arg, "=");
 	int err = targets_check_label(arg, why, len);
 
 	if (err)
 		return err;
-	for (i = 0; i < cfg->nr_labels; i++)
-		if (!strncmp(cfg->labels[i], arg, n) && cfg->labels[i][n] == '=')
+	/* Compared as Pyroscope stores them: a.b and a_b are one label there. */
+	targets_label_name(arg, name, sizeof(name));
+	for (i = 0; i < cfg->nr_labels; i++) {
+		size_t m = strcspn(cfg->labels[i], "=");
+
+		if (targets_label_name(cfg->labels[i], other, sizeof(other)) || strcmp(name, other))
+			continue;
+		if (m == n && !strncmp(cfg->labels[i], arg, n))
 			return WHY("'%.*s' is given twice", (int)n, arg);
+		return WHY("'%.*s' and '%.*s' are both %s in Pyroscope", (int)m, cfg->labels[i],
+			   (int)n, arg, name);
+	}
 	if (cfg->nr_labels >= TARGET_MAX_STATIC)
 		return WHY("is given too often: a series has at most %d labels, and ignis "
 			   "needs %d of them, so at most %d static labels",

@@ -207,6 +207,59 @@ static void test_precedence(void **state)
 	unlink(path);
 }
 
+/* --label names as Pyroscope takes them, from the command line and the file: OTel-style dots
+ * taken (sent as '_'), what the server refuses refused with the fix, and names that are one
+ * label once stored refused as given twice. */
+static void test_label_names(void **state)
+{
+	static const struct {
+		const char *args;
+		const char *message; /* NULL: accepted */
+	} cases[] = {
+		{ "--label service.version=1.2", NULL },
+		{ "--label service.version=1.2 --label env=ci", NULL },
+		{ "--label team-name=core", "e.g. 'team_name'" },
+		{ "--label 9lives=x", "e.g. '_9lives'" },
+		{ "--label service.name=x", "use --service-name-rule" },
+		{ "--label a.b=1 --label a_b=2", "'a.b' and 'a_b' are both a_b in Pyroscope" },
+		{ "--label a.b=1 --label a.b=1", "'a.b' is given twice" },
+	};
+	char *path = write_yaml("label: [deployment.environment=prod, region=eu]\n");
+	char cfg_env[128], err[512];
+	char *envp[] = { cfg_env, NULL };
+	struct agent_config cfg;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		memset(err, 0, sizeof(err));
+		if (!cases[i].message) {
+			assert_int_equal(parse(&cfg, cases[i].args, err, sizeof(err)), 0);
+			assert_string_equal(cfg.labels[0], "service.version=1.2");
+		} else {
+			assert_int_equal(parse(&cfg, cases[i].args, err, sizeof(err)), -EINVAL);
+			if (!strstr(err, cases[i].message))
+				fail_msg("%s: message \"%s\" lacks \"%s\"", cases[i].args, err,
+					 cases[i].message);
+			assert_ptr_equal(strchr(err, '\n'), err + strlen(err) - 1);
+		}
+		config_fini(&cfg);
+	}
+	snprintf(cfg_env, sizeof(cfg_env), "IGNIS_CONFIG=%s", path);
+	assert_int_equal(load(&cfg, "", envp, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nr_labels, 2);
+	assert_string_equal(cfg.labels[0], "deployment.environment=prod");
+	config_fini(&cfg);
+	unlink(path);
+	path = write_yaml("label: [k8s/app=x]\n");
+	snprintf(cfg_env, sizeof(cfg_env), "IGNIS_CONFIG=%s", path);
+	memset(err, 0, sizeof(err));
+	assert_int_equal(load(&cfg, "", envp, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "e.g. 'k8s_app'"));
+	config_fini(&cfg);
+	unlink(path);
+}
+
 static void test_config_errors(void **state)
 {
 	static const struct {
@@ -569,4 +622,5 @@ UNIT_MAIN("options", cmocka_unit_test(test_defaults_and_values),
 	  cmocka_unit_test_setup_teardown(test_check_accepts_and_reads_the_password, files_setup,
 	  files_teardown), cmocka_unit_test_setup_teardown(test_check_warns_about_unsafe_settings,
 	  files_setup, files_teardown), cmocka_unit_test(test_reference_lists_every_setting),
-	  cmocka_unit_test(test_check_kubernetes_needs_the_node), cmocka_unit_test(test_actions))
+	  cmocka_unit_test(test_check_kubernetes_needs_the_node), cmocka_unit_test(test_actions),
+	  cmocka_unit_test(test_label_names))

@@ -263,16 +263,19 @@ static int opt_label(struct agent_config *cfg, const char *arg, char *why, size_
 
 static int opt_sample_labels(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
+	char name[16];
 	size_t i;
 
-	if (strcmp(arg, "comm") && strcmp(arg, "thread_name"))
-		return WHY(
-			"must be comm or thread_name (each becomes a series label in Pyroscope)");
+	/* As Pyroscope stores the name: OTel's thread.name is thread_name. */
+	if (strlen(arg) >= sizeof(name) || label_name_store(arg, strlen(arg), name, sizeof(name)) ||
+	    (strcmp(name, "comm") && strcmp(name, "thread_name")))
+		return WHY("must be comm or thread_name (or thread.name; each becomes a series "
+			   "label in Pyroscope)");
 	for (i = 0; i < cfg->nr_sample_labels; i++)
-		if (!strcmp(cfg->sample_labels[i], arg))
+		if (!strcmp(cfg->sample_labels[i], name))
 			return 0;
 	return option_list_add(&cfg->sample_labels, &cfg->nr_sample_labels, TARGET_SAMPLE_LABELS,
-			       arg, why, len);
+			       name, why, len);
 }
 
 static void server_init(struct agent_config *cfg)

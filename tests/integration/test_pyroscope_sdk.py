@@ -18,6 +18,8 @@ import harness
 from harness import Agent, check, go_pprof, path, spawn, tmpdir, wait_exit, workload
 from pyroscope_receiver import LABEL_NAME, Receiver, _self_test, label_rules_self_test
 
+# The SDK sends a wall and a heap profile at every flush (1 s, flushIntervalMs in push.cjs)
+# and at stop: 4 s of work give 3 or more of each, stop alone one of each.
 SDK_SECONDS = 4
 SDK_ENGINE = (20, 20, 2)        # @pyroscope/nodejs 0.6.4: "engines": {"node": ">=20.20.2"}
 SCOPE = "com.grafana.pyroscope/nodejs"
@@ -126,7 +128,7 @@ def test_nodejs_sdk_profiles_accepted():
         # A name the server's /ingest parser refuses (labelset: [a-zA-Z0-9_.] only).
         check(not refusing.accepted,
               f"team-name accepted: {[a['labels'] for a in refusing.accepted][:1]}")
-        check(len(refusing.rejected) >= 3 and all(
+        check(len(refusing.rejected) >= 2 and all(
             r["status"] == 400 and "invalid label name: team-name: character is not allowed: "
             "'-'" in r["message"] for r in refusing.rejected),
             f"refusals {[(r['status'], r['message']) for r in refusing.rejected][:3]}")

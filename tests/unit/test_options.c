@@ -245,6 +245,21 @@ static void test_label_names(void **state)
 		}
 		config_fini(&cfg);
 	}
+	/* Sample labels by their OTel name too, kept as Pyroscope stores them. */
+	assert_int_equal(parse(&cfg, "--sample-labels thread.name --sample-labels thread_name "
+				     "--sample-labels comm",
+			       err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.nr_sample_labels, 2);
+	assert_string_equal(cfg.sample_labels[0], "thread_name");
+	assert_string_equal(cfg.sample_labels[1], "comm");
+	config_fini(&cfg);
+	assert_int_equal(parse(&cfg, "--sample-labels thread-name", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "must be comm or thread_name"));
+	config_fini(&cfg);
+	assert_int_equal(parse(&cfg, "--sample-labels pid", err, sizeof(err)), -EINVAL);
+	config_fini(&cfg);
+
 	snprintf(cfg_env, sizeof(cfg_env), "IGNIS_CONFIG=%s", path);
 	assert_int_equal(load(&cfg, "", envp, err, sizeof(err)), 0);
 	assert_int_equal(cfg.nr_labels, 2);

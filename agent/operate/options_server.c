@@ -373,6 +373,12 @@ static int check_combinations(const struct agent_config *cfg, char *why, size_t 
 	    strncmp(cfg->server_url, "https://", 8))
 		return WHY("TLS settings given, but --server-url %s is not https://",
 			   cfg->server_url);
+	/* /ingest adds __delta__ and pyroscope_spy to each series (createLabels in
+	 * pkg/og/convert/pprof/profile.go): two labels of Pyroscope's 30 fewer for ours. */
+	if (cfg->pyroscope_ingest && cfg->nr_labels > TARGET_MAX_STATIC - 2)
+		return WHY("--pyroscope-api ingest: the server adds __delta__ and pyroscope_spy to "
+			   "each series, so at most %d --label fit in its %d labels (%zu given)",
+			   TARGET_MAX_STATIC - 2, TARGET_MAX_LABELS, cfg->nr_labels);
 	return 0;
 }
 

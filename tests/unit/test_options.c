@@ -7,6 +7,7 @@
 
 #include "../../agent/operate/config.h"
 #include "../../agent/operate/options.h"
+#include "../../agent/profile/targets.h"
 
 static int parse(struct agent_config *cfg, const char *line, char *err, size_t size)
 {
@@ -630,6 +631,31 @@ static void test_actions(void **state)
 	config_fini(&cfg);
 }
 
+/* /ingest's two extra series labels leave room for two fewer --label than the push API. */
+static void test_ingest_label_count(void **state)
+{
+	char env[512] = "IGNIS_LABEL=", out[512];
+	struct agent_config cfg;
+	size_t n = strlen(env);
+	int i;
+
+	(void)state;
+	for (i = 0; i < TARGET_MAX_STATIC - 2; i++)
+		n += (size_t)snprintf(env + n, sizeof(env) - n, "%sl%d=v", i ? "," : "", i);
+	assert_int_equal(check(&cfg, "--server-url http://x:1 --pyroscope-api ingest", env, out,
+			       sizeof(out)),
+			 0);
+	config_fini(&cfg);
+	snprintf(env + n, sizeof(env) - n, ",l%d=v", i);
+	assert_int_equal(check(&cfg, "--server-url http://x:1", env, out, sizeof(out)), 0);
+	config_fini(&cfg);
+	assert_int_equal(check(&cfg, "--server-url http://x:1 --pyroscope-api ingest", env, out,
+			       sizeof(out)),
+			 -EINVAL);
+	assert_non_null(strstr(out, "at most 20 --label fit in its 30 labels (21 given)"));
+	config_fini(&cfg);
+}
+
 UNIT_MAIN("options", cmocka_unit_test(test_defaults_and_values),
 	  cmocka_unit_test(test_errors), cmocka_unit_test(test_sizes_and_durations),
 	  cmocka_unit_test(test_precedence), cmocka_unit_test(test_config_errors),
@@ -638,4 +664,4 @@ UNIT_MAIN("options", cmocka_unit_test(test_defaults_and_values),
 	  files_teardown), cmocka_unit_test_setup_teardown(test_check_warns_about_unsafe_settings,
 	  files_setup, files_teardown), cmocka_unit_test(test_reference_lists_every_setting),
 	  cmocka_unit_test(test_check_kubernetes_needs_the_node), cmocka_unit_test(test_actions),
-	  cmocka_unit_test(test_label_names))
+	  cmocka_unit_test(test_label_names), cmocka_unit_test(test_ingest_label_count))

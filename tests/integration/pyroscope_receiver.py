@@ -505,36 +505,52 @@ def series_label_sets(pairs, profile, sanitize=False):
 
 
 def parse_app_name(name):
-    """The /ingest `name` parameter (§1.2) → (app name, [(key, value)]); ValidationError when
-    it is malformed. __* keys other than __session_id__ are dropped; __name__ is reserved."""
-    app, brace, rest = name.partition("{")
-    app = app.strip()
-    if not APP_NAME.fullmatch(app):
-        raise ValidationError(f"invalid application name {app!r}")
-    pairs = []
-    if brace:
-        body, close, _ = rest.partition("}")
-        if not close:
-            raise ValidationError(f"missing '}}' in name {name!r}")
-        for item in body.split(","):
-            if not item.strip():
+    """The /ingest `name` parameter (§1.2) as labelset.Parse reads it
+    (api/model/labelset/labelset.go, validate.go) → (service name, [(key, value)] as
+    createLabels keeps them: __* keys dropped but __session_id__); ValidationError (answered
+    400) where that parser refuses: a service name outside [A-Za-z0-9_.-/], a label name
+    outside [A-Za-z0-9_.], an empty one. Its quirks are the server's: a value not closed by
+    ',' or '}' is dropped, a key without '=' is ignored, {__name__=x} renames the service."""
+    def refuse(what, text, c):
+        raise ValidationError(f"name: invalid {what}: {text}: character is not allowed: {c!r}")
+
+    labels, key, value, state = {}, "", "", "name"
+    for c in name + "{":
+        if state == "name":
+            if c != "{":
+                value += c
                 continue
-            key, eq, value = item.partition("=")
-            key, value = key.strip(), value.strip()
-            if not eq:
-                raise ValidationError(f"invalid label {item!r} in name")
-            if not key:
-                raise ValidationError("name: label name is required")
-            bad = next((c for c in key if not APP_KEY.fullmatch(c)), None)
-            if bad is not None:     # labelset.ValidateLabelName: [a-zA-Z0-9_.] only
-                raise ValidationError(f"name: invalid label name: {key}: character is not "
-                                      f"allowed: {bad!r}")
-            if key == "__name__":
-                raise ValidationError("__name__ is a reserved key")
-            if key.startswith("__") and key != "__session_id__":
+            service = value.strip()
+            if not service:
+                raise ValidationError("name: service name is required")
+            for ch in service:
+                if not APP_NAME.fullmatch(ch):
+                    refuse("service name", service, ch)
+            labels["__name__"] = service
+            state = "set"
+        elif state == "set":
+            if c == "}":
+                state = "done"
+            elif c == "=":
+                state, value = "value", ""
+            else:
+                key += c
+        elif state == "value":
+            if c not in ",}":
+                value += c
                 continue
-            pairs.append((key, value))
-    return app, pairs
+            state, key = "set", key.strip()
+            if key != "__name__":
+                if not key:
+                    raise ValidationError("name: label name is required")
+                for ch in key:
+                    if not APP_KEY.fullmatch(ch):
+                        refuse("label name", key, ch)
+            labels[key] = value.strip()
+            key = ""
+    service = labels.pop("__name__")
+    return service, [(k, v) for k, v in labels.items()
+                      if not k.startswith("__") or k == "__session_id__"]
 
 
 def metric_name(sample_type):
@@ -1148,8 +1164,11 @@ def _self_test():
                f"ingest labels {a['labels']}")
         status, _, body = _post(r.url + "/ingest?name=app%7Bk-1%3Dv%7D&format=pprof", pprof)
         expect(status == 400 and b"invalid label name" in body, f"ingest k-1: {status} {body}")
-        status, _, _ = _post(r.url + "/ingest?name=app%7Bk%3Dv&format=pprof", pprof)
+        status, _, _ = _post(r.url + "/ingest?name=app%21&format=pprof", pprof)
         expect(status == 400, f"ingest bad name: {status}")
+        status, _, _ = _post(r.url + "/ingest?name=app%7Bk%3Dv&format=pprof", pprof)
+        expect(status == 200 and "k" not in r.accepted[-1]["labels"],
+               f"ingest unclosed label (the server drops it): {status}")
         status, _, _ = _post(r.url + "/ingest?name=app&format=pprof", bad)
         expect(status == 422, f"ingest bad profile: {status}")
 
@@ -1200,6 +1219,23 @@ def _self_test():
     print("receiver self-test: OK")
 
 
+def _name_cases():
+    """parse_app_name on the server parser's cases: name → (service, pairs) or an error."""
+    return [
+        ("app", ("app", [])),
+        ("app{}", ("app", [])),
+        (" ns/app-1.2 {a=1, b.c = x y ,}", ("ns/app-1.2", [("a", "1"), ("b.c", "x y")])),
+        ("app{k}", ("app", [])),
+        ("app{k=v", ("app", [])),
+        ("app{__name__=other,__x__=1,__session_id__=9}", ("other", [("__session_id__", "9")])),
+        ("app{9k=1}", ("app", [("9k", "1")])),
+        ("app{k-1=v}", "name: invalid label name: k-1: character is not allowed: '-'"),
+        ("app{=v}", "name: label name is required"),
+        ("app!{}", "name: invalid service name: app!: character is not allowed: '!'"),
+        ("{a=1}", "name: service name is required"),
+    ]
+
+
 def label_rules_self_test():
     """The label rules against cases worked out from the server's code (module docstring):
     (pairs, sanitize, stored labels or the start of the refusal's message)."""
@@ -1246,6 +1282,13 @@ def label_rules_self_test():
         if not ok:
             raise AssertionError(f"validate_labels({pairs[-3:]}, sanitize={sanitize}): "
                                  f"{str(got)[:200]!r}, want {str(want)[:200]!r}")
+    for name, want in _name_cases():
+        try:
+            got = parse_app_name(name)
+        except ValidationError as e:
+            got = e.message
+        if got != want:
+            raise AssertionError(f"parse_app_name({name!r}): {got!r}, want {want!r}")
     # Sample labels join the series (the series wins; trace_id and span_id stay out).
     prof = {"samples": [{"labels": {"thread.name": "a", "service_name": "other",
                                     "span_id": "1"}},
@@ -1260,7 +1303,7 @@ def label_rules_self_test():
         raise AssertionError("a refused sample label name was taken")
     except ValidationError:
         pass
-    return len(cases)
+    return len(cases) + len(_name_cases())
 
 
 def _try(fn):

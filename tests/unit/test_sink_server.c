@@ -65,6 +65,7 @@ static void test_refuses_what_it_cannot_use(void **state)
 	REFUSED("another sz", o.sz = sizeof(o) - sizeof(size_t));
 	REFUSED("no URL", o.url = NULL);
 	REFUSED("not http(s)", o.url = "ftp://127.0.0.1:9");
+	REFUSED("an unknown protocol", o.protocol = SERVER_PROTOCOLS);
 	REFUSED("a certificate without its key", o.tls_cert_file = "/etc/hostname");
 	REFUSED("a key without its certificate", o.tls_key_file = "/etc/hostname");
 	REFUSED("a user without a password", o.basic_auth_user = "u");

@@ -64,7 +64,8 @@ class _Double:
         while os.path.exists(os.path.join(self.out, f"{n}.json")):
             with open(os.path.join(self.out, f"{n}.json")) as f:
                 d = json.load(f)
-            d["file"] = os.path.join(self.out, f"{n}.pb.gz")
+            if isinstance(d, dict):
+                d["file"] = os.path.join(self.out, f"{n}.pb.gz")
             out.append(d)
             n += 1
         return out

@@ -8,10 +8,11 @@ attributes (container.id from a kubelet-shaped cgroup); a 400 (a Collector built
 release) drops the profile, counted, and is never retried."""
 import collections
 import os
+import signal
 import time
 import uuid
 
-from harness import Agent, check, pprof_json, spawn, wait_exit, workload
+from harness import Agent, check, path, pprof_json, tmpdir, wait_exit, workload
 from server_doubles import OtlpReceiver
 from test_operate import PodCgroup
 from test_ship import finish, free_port, metric, metrics, run_services, services, stop_agent
@@ -167,3 +168,24 @@ def test_wrong_version_dropped_not_retried():
         check("refused, HTTP 400: unsupported profiles version" in log,
               "the refusal is not logged with the server's words:\n" + log[-2000:])
         check("experimental" in log, "no warning that OTLP profiles are experimental")
+
+
+def test_sanitized_agent_through_failures():
+    """The ASan/UBSan build encoding OTLP (with sample labels and off-CPU time) through 503,
+    400, then 200s, a spool and SIGTERM: no sanitizer report, exit 0, profiles delivered."""
+    with OtlpReceiver(script=[503, 400]) as rx:
+        paths = services("san-otlp")
+        agent = Agent("--server-url", rx.url, "--server-protocol", "otlp",
+                      "--spool-dir", tmpdir("ignis-spool-"), "--sample-labels", "comm",
+                      "--sample-labels", "thread_name", "--off-cpu",
+                      binary=path("san", "ignis"), interval=1).wait_ready(timeout=60)
+        procs = run_services(paths, 4)
+        finish(procs)
+        rx.wait_for(lambda: resources(rx, "san-otlp"), 15)
+        stop_agent(agent, signal.SIGTERM, within=10)
+        log = agent.stderr()
+        check("runtime error" not in log and "AddressSanitizer" not in log and
+              "LeakSanitizer" not in log, f"sanitizer report:\n{log[-4000:]}")
+        check(resources(rx, "san-otlp"), "nothing delivered")
+        types = {p["type"] for req in rx.stored() for rp in req for p in rp["profiles"]}
+        check({"samples", "cpu"} <= types, f"sample types {types}")

@@ -6,9 +6,10 @@ profile's totals, the pprof inside read by `go tool pprof`, the bearer token, re
 UNAVAILABLE and RESOURCE_EXHAUSTED with each window stored exactly once, INVALID_ARGUMENT
 dropped and counted, and TLS (ALPN h2) with a test CA."""
 import os
+import signal
 import time
 
-from harness import Agent, check, go_pprof, tmpdir
+from harness import Agent, check, go_pprof, path, tmpdir
 from pyroscope_receiver import make_ca_and_cert
 from server_doubles import ParcaReceiver
 from test_ship import (finish, free_port, local_totals, metric, metrics, run_services,
@@ -171,3 +172,22 @@ def test_tls_with_test_ca():
         rx.wait_for(lambda: stored_totals(rx, "tls-parca") == want, 10)
         check(want and stored_totals(rx, "tls-parca") == want,
               f"over TLS stored {stored_totals(rx, 'tls-parca')} != local {want}")
+
+
+def test_sanitized_agent_through_failures():
+    """The ASan/UBSan build through UNAVAILABLE, INVALID_ARGUMENT, OK, a spool and SIGTERM:
+    no sanitizer report, exit 0, the accepted service delivered."""
+    with ParcaReceiver(script=["UNAVAILABLE", "INVALID_ARGUMENT"], reject=["san-refused"]) as rx:
+        paths = services("san-parca", "san-refused")
+        agent = Agent("--server-url", rx.url, "--server-protocol", "parca",
+                      "--spool-dir", tmpdir("ignis-spool-"), "--sample-labels", "comm",
+                      binary=path("san", "ignis"), interval=1).wait_ready(timeout=60)
+        procs = run_services(paths, 4)
+        finish(procs)
+        rx.wait_for(lambda: stored_totals(rx, "san-parca"), 15)
+        stop_agent(agent, signal.SIGTERM, within=10)
+        log = agent.stderr()
+        check("runtime error" not in log and "AddressSanitizer" not in log and
+              "LeakSanitizer" not in log, f"sanitizer report:\n{log[-4000:]}")
+        check(stored_totals(rx, "san-parca"), "nothing delivered")
+        check(any(c["status"] == "INVALID_ARGUMENT" for c in rx.calls()), "no refusal")

@@ -197,9 +197,11 @@ def main():
                             if kv.key == "service.name":
                                 entry["service"] = kv.value.string_value
                         entry["names"] = [kv.key for kv in rp.resource.attributes]
-                        entry["windows"] = sorted({(p.time_unix_nano, p.sample_type.type_strindex)
-                                                   for sp in rp.scope_profiles
-                                                   for p in sp.profiles})
+                        st = req.dictionary.string_table
+                        entry["windows"] = sorted(
+                            {(p.time_unix_nano, st[p.sample_type.type_strindex]
+                              if p.sample_type.type_strindex < len(st) else "?")
+                             for sp in rp.scope_profiles for p in sp.profiles})
                 except Exception:
                     pass
                 if self.path != PATH:

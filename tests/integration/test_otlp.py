@@ -67,7 +67,7 @@ def test_stacks_match_local_pprof():
     cg = PodCgroup("besteffort", str(uuid.uuid4()), "cri-containerd-", container_id)
     try:
         with OtlpReceiver() as rx:
-            paths = services("alpha", "beta")
+            paths = services("otlp-alpha", "otlp-beta")
             agent = Agent("--server-url", rx.url, "--server-protocol", "otlp",
                           "--label", "env=ci", "--node-name", "node-ci-1",
                           "--sample-labels", "comm").wait_ready()
@@ -78,7 +78,7 @@ def test_stacks_match_local_pprof():
             wait_exit(boxed, 60)
             time.sleep(0.5)
             stop_agent(agent)
-            rx.wait_for(lambda: all(resources(rx, n) for n in ("alpha", "beta",
+            rx.wait_for(lambda: all(resources(rx, n) for n in ("otlp-alpha", "otlp-beta",
                                                                 container_id[:12])), 10)
             calls = rx.calls()
             check(calls and all(c["status"] == 200 for c in calls),
@@ -133,7 +133,7 @@ def test_wrong_version_dropped_not_retried():
     request: the 503 is retried; each 400 drops its profile, counted in /metrics and logged,
     and no profile is sent twice after a 400."""
     with OtlpReceiver(script=[503] + [400] * 1000) as rx:
-        paths = services("legacy")
+        paths = services("otlp-legacy")
         port = free_port()
         agent = Agent("--server-url", rx.url, "--server-protocol", "otlp",
                       "--upload-concurrency", "1",

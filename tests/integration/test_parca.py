@@ -43,7 +43,7 @@ def test_windows_labels_and_pprof():
     token as authorization metadata, totals equal to the local profile's; the stored pprof
     parses with go tool pprof and names the hot function."""
     with ParcaReceiver(token=TOKEN) as rx:
-        paths = services("orders", "ledger")
+        paths = services("parca-orders", "parca-ledger")
         agent = Agent("--server-url", rx.url, "--server-protocol", "parca",
                       "--bearer-token-file", token_file(), "--label", "env=ci",
                       "--node-name", "node-ci-1").wait_ready()
@@ -71,22 +71,24 @@ def test_windows_labels_and_pprof():
             want = {t: per[pid] for t, per in local.items() if pid in per}
             check(stored_totals(rx, name) == want,
                   f"{name}: stored {stored_totals(rx, name)} != local {want}")
-            check(sum(want.values()) > 200, f"{name}: only {sum(want.values())} samples")
+            # 5 s at 100 Hz is 500 samples; on two CPUs shared with the machine's other work
+            # far fewer. The comparison is exact: this only makes sure there was one.
+            check(sum(want.values()) > 50, f"{name}: only {sum(want.values())} samples")
         ok = [c for c in calls if c["status"] == "OK"]
         check(all("authorization" in c["metadata"] for c in ok), "no authorization metadata")
         text = "".join(go_pprof(["-top", "-symbolize=none", s["file"]])
-                       for s in rx.stored() if s["labels"]["service_name"] == "orders")
+                       for s in rx.stored() if s["labels"]["service_name"] == "parca-orders")
         check("burn_spin" in text, f"burn_spin missing from orders' profiles:\n{text}")
         check(TOKEN not in agent.stderr(), "the token is in the log")
 
 
 def test_unavailable_then_ok_and_invalid_argument():
     """UNAVAILABLE, UNAVAILABLE, RESOURCE_EXHAUSTED, then OK: retried with backoff and every
-    window of 'kept' stored exactly once; 'refused' answered INVALID_ARGUMENT: one call per
+    window of 'parca-kept' stored exactly once; 'parca-refused' answered INVALID_ARGUMENT: one call per
     window (not retried), dropped and counted in /metrics, logged once."""
     with ParcaReceiver(script=["UNAVAILABLE", "UNAVAILABLE", "RESOURCE_EXHAUSTED"],
-                       reject=["refused"]) as rx:
-        paths = services("kept", "refused")
+                       reject=["parca-refused"]) as rx:
+        paths = services("parca-kept", "parca-refused")
         port = free_port()
         agent = Agent("--server-url", rx.url, "--server-protocol", "parca",
                       "--upload-concurrency", "1",
@@ -98,10 +100,10 @@ def test_unavailable_then_ok_and_invalid_argument():
         # two, the local profiles hold all their samples and the agent keeps running.
         time.sleep(4.5)
         local = local_totals(agent, pids.values())
-        want = {t: per[pids["kept"]] for t, per in local.items() if pids["kept"] in per}
-        refused_windows = {t for t, per in local.items() if pids["refused"] in per}
-        rx.wait_for(lambda: stored_totals(rx, "kept") == want and
-                    len([c for c in rx.calls() if c["service"] == "refused"]) >=
+        want = {t: per[pids["parca-kept"]] for t, per in local.items() if pids["parca-kept"] in per}
+        refused_windows = {t for t, per in local.items() if pids["parca-refused"] in per}
+        rx.wait_for(lambda: stored_totals(rx, "parca-kept") == want and
+                    len([c for c in rx.calls() if c["service"] == "parca-refused"]) >=
                     len(refused_windows), 20)
         time.sleep(1)
         text = metrics(port)
@@ -114,13 +116,13 @@ def test_unavailable_then_ok_and_invalid_argument():
         gaps = [calls[i + 1]["time"] - calls[i]["time"] for i in range(3)]
         check(gaps[0] >= 0.2 and gaps[1] >= 0.45, f"no backoff between retries: {gaps}")
         kept = [(s["labels"]["__name__"], s["time_nanos"]) for s in rx.stored()
-                if s["labels"]["service_name"] == "kept"]
+                if s["labels"]["service_name"] == "parca-kept"]
         check(len(kept) == len(set(kept)), f"a window of 'kept' stored twice: {kept}")
-        check(stored_totals(rx, "kept") == want,
-              f"stored {stored_totals(rx, 'kept')} != local {want}")
+        check(stored_totals(rx, "parca-kept") == want,
+              f"stored {stored_totals(rx, 'parca-kept')} != local {want}")
         check(len(want) >= 3, f"only {len(want)} windows of kept")
 
-        refusals = [c for c in calls if c["service"] == "refused"]
+        refusals = [c for c in calls if c["service"] == "parca-refused"]
         check(refusals and all(c["status"] == "INVALID_ARGUMENT" for c in refusals),
               f"refused service: {refusals[:3]}")
         series = [(c["labels"]["__name__"], c["window"]) for c in refusals]
@@ -128,7 +130,7 @@ def test_unavailable_then_ok_and_invalid_argument():
         cpu = {w for n, w in series if n == "process_cpu"}
         check(cpu == refused_windows,
               f"refused CPU windows {sorted(cpu)} != local {sorted(refused_windows)}")
-        check(not any(s["labels"]["service_name"] == "refused" for s in rx.stored()),
+        check(not any(s["labels"]["service_name"] == "parca-refused" for s in rx.stored()),
               "a refused profile was stored")
         check(metric(text, 'ignis_profiles_dropped_total{reason="rejected"}') ==
               len(refusals), "refusals not counted as dropped")

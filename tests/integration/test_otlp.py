@@ -7,7 +7,6 @@ counts as the agent's local pprof of the same window; the target's labels arrive
 attributes (container.id from a kubelet-shaped cgroup); a 400 (a Collector built for another
 release) drops the profile, counted, and is never retried."""
 import collections
-import os
 import signal
 import time
 import uuid
@@ -24,8 +23,8 @@ def local_stacks(agent, pid):
     with open("/proc/self/comm") as f:
         before_exec = f.read().strip()
     out = {}
-    for path in agent.profiles():
-        prof = pprof_json(path)
+    for f in agent.profiles():
+        prof = pprof_json(f)
         c = collections.Counter()
         for s in prof.samples(pid=pid):
             if s["labels"].get("comm") in (before_exec, "sh") or not s["count"]:

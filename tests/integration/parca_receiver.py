@@ -155,6 +155,7 @@ def main():
     ap.add_argument("--reject-service", action="append", default=[])
     ap.add_argument("--token")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
     compile_protos(["parca", "profile"])
     import parca_pb2_grpc
@@ -171,9 +172,9 @@ def main():
     if args.tls:
         with open(args.tls[0], "rb") as c, open(args.tls[1], "rb") as k:
             creds = grpc.ssl_server_credentials([(k.read(), c.read())])
-        port = server.add_secure_port("127.0.0.1:0", creds)
+        port = server.add_secure_port(f"127.0.0.1:{args.port}", creds)
     else:
-        port = server.add_insecure_port("127.0.0.1:0")
+        port = server.add_insecure_port(f"127.0.0.1:{args.port}")
     server.start()
     print(f"ready {port}", flush=True)
     try:

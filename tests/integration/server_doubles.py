@@ -82,11 +82,12 @@ class _Double:
 class ParcaReceiver(_Double):
     """A Parca profile store serving real gRPC (see parca_receiver.py).
 
-    ParcaReceiver(script="UNAVAILABLE,OK", reject=["svc"], token="T", tls=(cert, key))"""
+    ParcaReceiver(script=["UNAVAILABLE"], reject=["svc"], token="T", tls=(cert, key),
+                  port=N)"""
     script_name = "parca_receiver.py"
 
-    def __init__(self, script=(), reject=(), token=None, tls=None):
-        args = []
+    def __init__(self, script=(), reject=(), token=None, tls=None, port=0):
+        args = ["--port", port]
         if script:
             args += ["--script", ",".join(script)]
         for r in reject:

@@ -193,3 +193,37 @@ def test_sanitized_agent_through_failures():
               "LeakSanitizer" not in log, f"sanitizer report:\n{log[-4000:]}")
         check(stored_totals(rx, "san-parca"), "nothing delivered")
         check(any(c["status"] == "INVALID_ARGUMENT" for c in rx.calls()), "no refusal")
+
+
+def test_outage_spool_then_restart():
+    """Parca down (connection refused) while a service runs, SIGTERM: the windows wait in
+    the spool; the next run, with Parca up on the same port, stores each of them once, with
+    the first run's totals."""
+    port = free_port()
+    spool = tmpdir("ignis-spool-")
+    url = f"http://127.0.0.1:{port}"
+    paths = services("parca-spooled")
+    agent = Agent("--server-url", url, "--server-protocol", "parca", "--spool-dir", spool,
+                  interval=1).wait_ready()
+    procs = run_services(paths, 4)
+    pid = procs["parca-spooled"].pid
+    finish(procs)
+    time.sleep(1.5)
+    stop_agent(agent, signal.SIGTERM)
+    check([f for f in os.listdir(spool) if f.endswith(".spool")],
+          "nothing in the spool after SIGTERM during an outage")
+    check("Connection refused" in agent.stderr() or "connect" in agent.stderr(),
+          "the outage is not in the log")
+    want = {t: per[pid] for t, per in local_totals(agent, [pid]).items() if pid in per}
+    with ParcaReceiver(port=port) as rx:
+        again = Agent("--server-url", url, "--server-protocol", "parca", "--spool-dir", spool,
+                      interval=1).wait_ready()
+        rx.wait_for(lambda: stored_totals(rx, "parca-spooled") == want, 15)
+        stop_agent(again)
+        check(want and stored_totals(rx, "parca-spooled") == want,
+              f"after restart stored {stored_totals(rx, 'parca-spooled')} != first run {want}")
+        times = [s["time_nanos"] for s in rx.stored()
+                 if s["labels"]["service_name"] == "parca-spooled" and
+                 s["labels"]["__name__"] == "process_cpu"]
+        check(len(times) == len(set(times)), f"a window stored twice: {times}")
+        check("from an earlier run will be sent" in again.stderr(), "no spool message")

@@ -3,8 +3,11 @@
  * The OpenTelemetry profiles encoder (encoder.h), EXPERIMENTAL: a queued profile as one
  * OTLP/HTTP export, POST {url}/v1development/profiles, Content-Type application/x-protobuf,
  * gzip'd (Content-Encoding: gzip), an ExportProfilesServiceRequest of opentelemetry-proto
- * v1.11.0 (agent/proto/otlp_profiles.proto says why that release). The only file that sees
- * the protobuf-c code generated from it.
+ * v1.11.0 (agent/proto/otlp_profiles.proto says why that release). The Collector's OTLP
+ * receiver chooses its decoder by Content-Type (415 for anything else); the signal's version
+ * is the path's "v1development": v1.11.0 defines no version header (one is proposed in
+ * open-telemetry/opentelemetry-proto#857, unreleased). The only file that sees the
+ * protobuf-c code generated from the schema.
  *
  * The window's pprof is decoded (pprof_decode()) and re-expressed:
  *  - one ResourceProfiles for the target, its labels as resource attributes: service_name

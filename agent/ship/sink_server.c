@@ -175,7 +175,8 @@ struct server_sink *server_sink__new(const struct server_sink_opts *opts)
 	if (opts->protocol == SERVER_OTLP)
 		pr_warn("--server-protocol otlp is experimental: OpenTelemetry profiles are in "
 			"development, sent as opentelemetry-proto " OTLP_PROTO_RELEASE
-			" defines them; a Collector built for another release refuses them");
+			" defines them; a Collector built for a release before v1.10.0 "
+			"misreads or refuses them");
 	pr_info("sending profiles to %s (%s%s)%s%s", opts->url, s->encoder->name,
 		opts->protocol != SERVER_PYROSCOPE ? "" :
 		opts->ingest			   ? ", ingest API" :

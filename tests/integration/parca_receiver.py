@@ -5,10 +5,12 @@ schema in agent/proto/parca.proto, compiled at start by python3-grpc-tools into 
 folder. It must run under Debian's /usr/bin/python3 (the modules are Debian's), so the tests
 start it as a process (ParcaReceiver below) and read what it stored from a folder.
 
-What it checks, as Parca does when it ingests (pkg/normalizer and pkg/ingester in
-github.com/parca-dev/parca): every series has labels, each name a Prometheus label name
-([a-zA-Z_][a-zA-Z0-9_]*) and given once, a __name__, and samples whose raw_profile is a
-pprof (gzip'd or not) that parses (agent/proto/profile.proto, compiled the same way). A call
+What it checks, as Parca does when it ingests (NormalizeWriteRawRequest and
+ValidatePprofProfile in pkg/normalizer of github.com/parca-dev/parca): every series has
+labels, each name a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*) and given once, a
+__name__, and samples whose raw_profile is a pprof (gzip'd or not) that parses
+(agent/proto/profile.proto, compiled the same way) with "" first in its string table, ids
+sequential from 1 and every reference inside its table. A call
 that fails a check is answered INVALID_ARGUMENT, as Parca answers it.
 
 Scripted failures: --script CODE,CODE,... answers the first calls with these statuses (by
@@ -75,9 +77,29 @@ class Store:
         p.ParseFromString(data)
         if not p.sample_type or not p.sample:
             raise ValueError("a profile without sample types or samples")
+        # Parca's ValidatePprofProfile (pkg/normalizer/validate.go): "" first, ids
+        # sequential from 1, every reference inside its table.
+        n = len(p.string_table)
+        if n and p.string_table[0] != "":
+            raise ValueError("the string table does not start with \"\"")
+        for table in (p.mapping, p.function, p.location):
+            if any(x.id != i + 1 for i, x in enumerate(table)):
+                raise ValueError("ids are not sequential")
+        for m in p.mapping:
+            if m.filename >= n or m.build_id >= n:
+                raise ValueError(f"mapping {m.id}: a string index out of range")
+        for f in p.function:
+            if max(f.name, f.system_name, f.filename) >= n:
+                raise ValueError(f"function {f.id}: a string index out of range")
+        for loc in p.location:
+            if loc.mapping_id > len(p.mapping) or any(
+                    ln.function_id > len(p.function) for ln in loc.line):
+                raise ValueError(f"location {loc.id}: a reference out of range")
         for s in p.sample:
             if len(s.value) != len(p.sample_type):
                 raise ValueError("a sample whose values do not match the sample types")
+            if any(not 0 < i <= len(p.location) for i in s.location_id):
+                raise ValueError("a sample names a location out of range")
         return p
 
     def WriteRaw(self, request, context):

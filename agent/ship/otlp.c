@@ -76,7 +76,8 @@ struct build {
 	int32_t *stack_of; /* per sample: its stack's index */
 	ot_kvu *attrs, **attr_list;
 	ot_any *attr_values;
-	int32_t *sample_attrs; /* per sample label: its attribute's index */
+	int32_t *sample_attrs;	/* per sample label: its attribute's index */
+	int32_t *mapping_attrs; /* per mapping: its build id's attribute's index */
 	ot_profile profiles[MAX_TYPES], *profile_list[MAX_TYPES];
 	ot_value_type types[MAX_TYPES], period_type;
 	ot_sample *samples[MAX_TYPES], **sample_list[MAX_TYPES];
@@ -111,6 +112,7 @@ static void build_fini(struct build *b)
 	free(b->attr_list);
 	free(b->attr_values);
 	free(b->sample_attrs);
+	free(b->mapping_attrs);
 	for (i = 0; i < MAX_TYPES; i++) {
 		free(b->samples[i]);
 		free(b->sample_list[i]);
@@ -295,7 +297,8 @@ static int build_stacks(struct build *b)
 	return err;
 }
 
-/* The sample labels as attributes: (key, value) pairs found by a linear scan (few). */
+/* The sample labels as attributes: (key, value) pairs found by a linear scan (few); then
+ * each mapping's build id. */
 static int build_attributes(struct build *b)
 {
 	const struct profile *p = b->p;
@@ -303,10 +306,11 @@ static int build_attributes(struct build *b)
 
 	for (i = 0; i < p->nr_samples; i++)
 		nr += p->samples[i].nr_labels;
+	nr += p->nr_mappings; /* a build id each, at most */
 	b->attrs = alloc_n(nr + 1, sizeof(*b->attrs));
 	b->attr_list = alloc_n(nr + 1, sizeof(*b->attr_list));
 	b->attr_values = alloc_n(nr + 1, sizeof(*b->attr_values));
-	b->sample_attrs = alloc_n(nr, sizeof(*b->sample_attrs));
+	b->sample_attrs = alloc_n(nr - p->nr_mappings, sizeof(*b->sample_attrs));
 	if (!b->attrs || !b->attr_list || !b->attr_values || !b->sample_attrs)
 		return -ENOMEM;
 	ot(key_value_and_unit__init)(&b->attrs[0]);
@@ -354,6 +358,32 @@ static int build_attributes(struct build *b)
 			}
 			b->sample_attrs[li] = (int32_t)k;
 		}
+	}
+	/* A mapping's GNU build id, as the OpenTelemetry eBPF profiler names it, so that a
+	 * backend can fetch its symbols. */
+	b->mapping_attrs = alloc_n(p->nr_mappings, sizeof(*b->mapping_attrs));
+	if (!b->mapping_attrs)
+		return -ENOMEM;
+	for (i = 0; i < p->nr_mappings; i++) {
+		int32_t key_ix;
+
+		if (!p->mappings[i].build_id)
+			continue;
+		key_ix = str_of(b, "process.executable.build_id.gnu");
+		if (key_ix < 0)
+			return -ENOMEM;
+		ot(key_value_and_unit__init)(&b->attrs[n]);
+		ot(any_value__init)(&b->attr_values[n]);
+		b->attrs[n].key_strindex = key_ix;
+		b->attr_values[n].value_case =
+			OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__ANY_VALUE__VALUE_STRING_VALUE;
+		b->attr_values[n].string_value = b->p->strings[p->mappings[i].build_id];
+		b->attrs[n].value = &b->attr_values[n];
+		b->attr_list[n] = &b->attrs[n];
+		b->mapping_attrs[i] = (int32_t)n;
+		b->mappings[i + 1].attribute_indices = &b->mapping_attrs[i];
+		b->mappings[i + 1].n_attribute_indices = 1;
+		n++;
 	}
 	b->dict.attribute_table = b->attr_list;
 	b->dict.n_attribute_table = n;

@@ -20,7 +20,7 @@
  *  - the dictionary: the pprof's strings, mappings, functions and locations at the same
  *    indexes (element 0 the zero value in every table), one stack per distinct location
  *    list, the sample labels as attributes (comm as process.executable.name, thread_name as
- *    thread.name).
+ *    thread.name), each mapping's GNU build id as process.executable.build_id.gnu.
  *
  * Answers (OTLP specification, "OTLP/HTTP Response"): 2xx sent (a partial success that
  * rejected every profile is dropped, counted); 429, 502, 503 and 504 retried; every other

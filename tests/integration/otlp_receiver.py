@@ -84,8 +84,15 @@ def resolve(pb, req):
     for i, f in enumerate(d.function_table):
         s(f.name_strindex, "function"), s(f.filename_strindex, "function")
         s(f.system_name_strindex, "function")
+    build_ids = {}
     for m in d.mapping_table:
         s(m.filename_strindex, "mapping")
+        attrs = build_ids.setdefault(st[m.filename_strindex], {})
+        for ai in m.attribute_indices:
+            if ai == 0:
+                raise Invalid("a mapping names attribute 0")
+            a = idx(ai, "attribute_table", "mapping")
+            attrs[st[a.key_strindex]] = any_value(a.value)
     for a in d.attribute_table[1:]:
         s(a.key_strindex, "attribute key")
 
@@ -143,7 +150,7 @@ def resolve(pb, req):
                     "period": p.period, "time_nanos": p.time_unix_nano,
                     "duration_nanos": p.duration_nano, "samples": samples})
             result.append({"resource": res, "scope": [sp.scope.name, sp.scope.version],
-                           "profiles": profiles})
+                           "profiles": profiles, "mapping_attributes": build_ids})
     if not result:
         raise Invalid("no resource profiles")
     return result

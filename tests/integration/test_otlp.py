@@ -7,7 +7,9 @@ counts as the agent's local pprof of the same window; the target's labels arrive
 attributes (container.id from a kubelet-shaped cgroup); a 400 (a Collector built for another
 release) drops the profile, counted, and is never retried."""
 import collections
+import re
 import signal
+import subprocess
 import time
 import uuid
 
@@ -15,6 +17,13 @@ from harness import Agent, check, path, pprof_json, tmpdir, wait_exit, workload
 from server_doubles import OtlpReceiver
 from test_operate import PodCgroup
 from test_ship import finish, free_port, metric, metrics, run_services, services, stop_agent
+
+
+def gnu_build_id(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    check(m, f"{path} has no GNU build id:\n{out}")
+    return m.group(1)
 
 
 def local_stacks(agent, pid):
@@ -120,6 +129,13 @@ def test_stacks_match_local_pprof():
                         for s in p["samples"]:
                             check(s["attributes"].get("process.executable.name") in
                                   (name, "burn"), f"attributes {s['attributes']}")
+                # The executable's mapping carries its GNU build id (one mapping per build
+                # id in a window: the copies and the boxed burn share one, named after
+                # whichever process came first).
+                ids = {a.get("process.executable.build_id.gnu") for rp in resources(rx, name)
+                       for a in rp["mapping_attributes"].values()}
+                check(gnu_build_id(workload("burn")) in ids,
+                      f"{name}: the executable's build id is in no mapping: {ids}")
                 times = [p["time_nanos"] for rp in resources(rx, name) for p in rp["profiles"]
                          if p["type"] == "samples"]
                 check(len(times) == len(set(times)), f"{name}: a window sent twice {times}")

@@ -36,6 +36,7 @@ static void make_pprof(uint8_t **out, size_t *len)
 
 	assert_non_null(p);
 	m.filename = profile__string(p, "/usr/bin/app");
+	m.build_id = profile__string(p, "0123abcd");
 	mapping = profile__mapping(p, "app", 3, &m);
 	assert_true(mapping > 0);
 	for (i = 0; i < 4; i++) {
@@ -132,9 +133,17 @@ static void test_export_body(void **state)
 	assert_int_equal(d->location_table[0]->n_lines, 0);
 	assert_int_equal(d->function_table[0]->name_strindex, 0);
 	assert_int_equal(d->stack_table[0]->n_location_indices, 0);
-	assert_int_equal(d->n_attribute_table, 2); /* zero, and comm=app once */
+	/* Zero, comm=app once, the mapping's build id. */
+	assert_int_equal(d->n_attribute_table, 3);
 	assert_string_equal(str(d, d->attribute_table[1]->key_strindex), "process.executable.name");
 	assert_string_equal(d->attribute_table[1]->value->string_value, "app");
+	assert_int_equal(d->n_mapping_table, 2);
+	assert_int_equal(d->mapping_table[1]->n_attribute_indices, 1);
+	assert_int_equal(d->mapping_table[1]->attribute_indices[0], 2);
+	assert_string_equal(str(d, d->attribute_table[2]->key_strindex),
+			    "process.executable.build_id.gnu");
+	assert_string_equal(d->attribute_table[2]->value->string_value, "0123abcd");
+	assert_int_equal(d->mapping_table[1]->memory_start, 0x1000);
 
 	assert_int_equal(req->n_resource_profiles, 1);
 	res = req->resource_profiles[0]->resource;

@@ -87,7 +87,7 @@ AGENT_SRCS := $(AGENT_LIB_SRCS) agent/main.c
 BPF_SRCS := bpf/maps.bpf.c $(filter-out bpf/maps.bpf.c,$(sort $(wildcard bpf/*.bpf.c)))
 
 SYMBOLIZER_OBJS := $(SYMBOLIZER_SRCS:%.c=$(BUILD)/%.o)
-PROTOS := profile push
+PROTOS := profile push parca otlp_profiles
 PROTO_HDRS := $(PROTOS:%=$(BUILD)/agent/%.pb-c.h)
 AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTOS:%=$(BUILD)/agent/%.pb-c.o) \
 		  $(BUILD)/agent/report/assets.o
@@ -205,6 +205,7 @@ DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils pe
 		 clang-format binutils procps util-linux file \
 		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db g++ rustc \
 		 debuginfod elfutils lld python3-flask chromium \
+		 python3-grpcio python3-grpc-tools python3-protobuf \
 		 qemu-system-x86 busybox-static cpio
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 

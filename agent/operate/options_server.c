@@ -45,6 +45,19 @@ static int opt_pyroscope_api(struct agent_config *cfg, const char *arg, char *wh
 	return 0;
 }
 
+static int opt_server_protocol(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!strcmp(arg, "pyroscope"))
+		cfg->server_protocol = SERVER_PYROSCOPE;
+	else if (!strcmp(arg, "parca"))
+		cfg->server_protocol = SERVER_PARCA;
+	else if (!strcmp(arg, "otlp"))
+		cfg->server_protocol = SERVER_OTLP;
+	else
+		return WHY("must be pyroscope, parca or otlp");
+	return 0;
+}
+
 static int file_arg(char **field, const char *arg, char *why, size_t len)
 {
 	if (!*arg)
@@ -369,6 +382,9 @@ static int check_combinations(const struct agent_config *cfg, char *why, size_t 
 			   "--basic-auth-password-file FILE or IGNIS_BASIC_AUTH_PASSWORD");
 	if (cfg->basic_auth_user && cfg->bearer_token_file)
 		return WHY("choose basic auth or --bearer-token-file, not both");
+	if (cfg->pyroscope_ingest && cfg->server_protocol != SERVER_PYROSCOPE)
+		return WHY("--pyroscope-api ingest is Pyroscope's: not with --server-protocol %s",
+			   cfg->server_protocol == SERVER_PARCA ? "parca" : "otlp");
 	if ((cfg->tls_ca_file || cfg->tls_cert_file || cfg->tls_insecure) &&
 	    strncmp(cfg->server_url, "https://", 8))
 		return WHY("TLS settings given, but --server-url %s is not https://",
@@ -416,6 +432,7 @@ void config_server_sink_opts(const struct agent_config *cfg, const char *hostnam
 		.sz = sizeof(*o),
 		.url = cfg->server_url,
 		.ingest = cfg->pyroscope_ingest,
+		.protocol = (enum server_protocol)cfg->server_protocol,
 		.hostname = hostname,
 		.service_name_rules = cfg->service_name_rules,
 		.nr_service_name_rules = cfg->nr_service_name_rules,
@@ -449,9 +466,13 @@ void config_server_sink_opts(const struct agent_config *cfg, const char *hostnam
 
 static const struct option_desc server_options[] = {
 	{ "server-url", 0, "URL",
-	  "send profiles to this Grafana Pyroscope (e.g. http://pyroscope:4040); without "
+	  "send profiles to this server (e.g. http://pyroscope:4040); without "
 	  "--output-dir, nothing is written locally",
 	  NULL, 0, NULL, opt_server_url },
+	{ "server-protocol", 0, "PROTOCOL",
+	  "the server's protocol: pyroscope (push or ingest), parca (gRPC WriteRaw), otlp "
+	  "(OpenTelemetry profiles over OTLP/HTTP, experimental)",
+	  "pyroscope", 0, NULL, opt_server_protocol },
 	{ "pyroscope-api", 0, "API", "push (the Connect push API) or ingest (the /ingest API)",
 	  "push", 0, NULL, opt_pyroscope_api },
 	{ "service-name-rule", 0, "RULE",

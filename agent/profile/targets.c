@@ -27,6 +27,7 @@ struct targets {
 	size_t nr_rules;
 	struct target_label *labels; /* static */
 	size_t nr_labels;
+	bool container_id;
 
 	struct target **v; /* this window's, by id */
 	size_t nr, cap;
@@ -229,6 +230,7 @@ struct targets *targets__new(const struct targets_opts *opts)
 		return NULL;
 	hashmap__init(&t->index, hash_key, equal_key);
 	t->hostname = strdup(opts->hostname ? opts->hostname : "localhost");
+	t->container_id = opts->container_id;
 	t->rules = calloc(opts->nr_rules + 1, sizeof(*t->rules));
 	t->labels = calloc(opts->nr_labels + 1, sizeof(*t->labels));
 	if (!t->hostname || !t->rules || !t->labels)
@@ -257,7 +259,7 @@ struct targets *targets__new(const struct targets_opts *opts)
 		eq = strchr(opts->labels[i], '=');
 		/* As Pyroscope stores it: service.version is sent as service_version. */
 		t->labels[i].name = strndup(opts->labels[i], (size_t)(eq - opts->labels[i]));
-		if (t->labels[i].name)
+		if (t->labels[i].name && !opts->names_as_given)
 			targets_label_name(opts->labels[i], t->labels[i].name,
 					   (size_t)(eq - opts->labels[i]) + 1);
 		t->labels[i].value = strdup(eq + 1);
@@ -413,6 +415,8 @@ int64_t targets__resolve(struct targets *t, uint64_t window, const struct target
 		if (p->pod->container[0])
 			l[nr++] = (struct target_label){ "container", (char *)p->pod->container };
 	}
+	if (t->container_id && p->meta && p->meta->container_id[0])
+		l[nr++] = (struct target_label){ "container_id", (char *)p->meta->container_id };
 	for (i = 0; i < t->nr_labels; i++)
 		l[nr++] = t->labels[i];
 	for (i = 0; i < nr && !err; i++)

@@ -7,6 +7,7 @@
  *   service_name  from the first rule that applies (below)
  *   hostname      NODE_NAME (--node-name), else the host's name
  *   namespace, pod, container   where Kubernetes names the process's pod
+ *   container_id  the cgroup's container id, with targets_opts.container_id only
  *   static labels (--label name=value), in the order given, names as Pyroscope stores them
  *
  * service_name, first match wins: an explicit --service-name-rule (exe:GLOB=NAME or
@@ -38,7 +39,8 @@ struct proc_meta;
 /* Pyroscope's limit on label names per series, sample labels included (PROTOCOLS.md 2.2). */
 #define TARGET_MAX_LABELS 30
 /* Labels the agent sets itself, and the sample labels a user may opt into. */
-#define TARGET_FIXED_LABELS  6 /* __name__ service_name hostname namespace pod container */
+#define TARGET_FIXED_LABELS 6 /* __name__ service_name hostname namespace pod container */
+/* ...and container_id where asked for (OTLP, which has no label limit): l[] has room. */
 #define TARGET_SAMPLE_LABELS 2 /* comm thread_name */
 #define TARGET_MAX_STATIC    (TARGET_MAX_LABELS - TARGET_FIXED_LABELS - TARGET_SAMPLE_LABELS)
 #define TARGET_MAX_NAME	     1024 /* bytes */
@@ -75,6 +77,10 @@ struct targets_opts {
 	size_t nr_rules;
 	char *const *labels; /* "name=value", checked */
 	size_t nr_labels;
+	bool container_id; /* also container_id (the full id from the cgroup), after the
+			    * Kubernetes labels: OTLP's container.id resource attribute */
+	bool names_as_given; /* static labels keep their names as given (service.version), for
+			      * OTLP's attributes; else as Pyroscope stores them (service_version) */
 };
 
 struct targets;

@@ -77,7 +77,7 @@ struct targets_opts {
 	size_t nr_rules;
 	char *const *labels; /* "name=value", checked */
 	size_t nr_labels;
-	bool container_id; /* also container_id (the full id from the cgroup), after the
+	bool container_id;   /* also container_id (the full id from the cgroup), after the
 			    * Kubernetes labels: OTLP's container.id resource attribute */
 	bool names_as_given; /* static labels keep their names as given (service.version), for
 			      * OTLP's attributes; else as Pyroscope stores them (service_version) */

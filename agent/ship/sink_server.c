@@ -141,7 +141,7 @@ struct server_sink *server_sink__new(const struct server_sink_opts *opts)
 	to.nr_rules = opts->nr_service_name_rules;
 	to.labels = opts->labels;
 	to.nr_labels = opts->nr_labels;
-	to.container_id = opts->protocol == SERVER_OTLP; /* container.id, a resource attribute */
+	to.container_id = opts->protocol == SERVER_OTLP;   /* container.id, a resource attribute */
 	to.names_as_given = opts->protocol == SERVER_OTLP; /* attributes keep OTel's dots */
 	s->targets = targets__new(&to);
 	if (!s->targets) {

@@ -218,7 +218,8 @@ static void explain_load_error(int err)
 }
 
 _Static_assert(PROC_EV_NEW == PROC_EVENT_NEW && PROC_EV_MMAP == PROC_EVENT_MMAP &&
-		       PROC_EV_EXEC == PROC_EVENT_EXEC && PROC_EV_EXIT == PROC_EVENT_EXIT,
+		       PROC_EV_EXEC == PROC_EVENT_EXEC && PROC_EV_EXIT == PROC_EVENT_EXIT &&
+		       PROC_EV_MAPPING == PROC_EVENT_MAPPING,
 	       "process event types of samples.h and bpf/profiler.h");
 
 _Static_assert(SAMPLER_UNWIND_ROW_BYTES == sizeof(struct ignis_unwind_row), "unwind row size");
@@ -248,6 +249,24 @@ static int handle_event(void *ctx, void *data, size_t size)
 		memcpy(pev.filename, pe->file, n);
 
 		return s->opts.on_py_code ? s->opts.on_py_code(s->opts.ctx, &pev) : 0;
+	}
+	if (size >= sizeof(struct ignis_mapping_event) && in->type == PROC_EVENT_MAPPING) {
+		const struct ignis_mapping_event *me = data;
+
+		if (!s->opts.on_event)
+			return 0;
+		ev = (struct proc_event){
+			.type = PROC_EV_MAPPING,
+			.tgid = me->tgid,
+			.start_time = me->start_time,
+			.exec_id = me->exec_id,
+			.exe_dev = me->dev,
+			.exe_inode = me->ino,
+			.start = me->start,
+			.end = me->end,
+			.offset = me->offset,
+		};
+		return s->opts.on_event(s->opts.ctx, &ev);
 	}
 	if (size < sizeof(*in) || !s->opts.on_event)
 		return 0;
@@ -338,6 +357,7 @@ static int load(struct sampler *s, bool unwind)
 	struct profiler_bpf *skel;
 	struct bpf_map *maps[6];
 	uint32_t zero = IGNIS_PROG_UNWIND;
+	bool files;
 	size_t i;
 	int err, fd;
 
@@ -412,14 +432,22 @@ static int load(struct sampler *s, bool unwind)
 						       opts->python ? opts->py_codes : 1);
 		if (err)
 			goto err_size;
-	} else {
-		bpf_program__set_autoload(skel->progs.ignis_unwind, false);
 	}
+	/* One unwinder: with lookups by file where bpf_find_vma() is (5.17), which the older
+	 * kernels' verifier would refuse. */
+	files = unwind &&
+		libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) > 0;
+	bpf_program__set_autoload(skel->progs.ignis_unwind, unwind && !files);
+	bpf_program__set_autoload(skel->progs.ignis_unwind_files, files);
 	err = profiler_bpf__load(skel);
 	if (err)
 		return err;
+	if (unwind && !files)
+		pr_info("this kernel has no bpf_find_vma() (Linux 5.17): until a process's "
+			"mappings are captured, its libraries are walked with frame pointers");
 	if (unwind) {
-		fd = bpf_program__fd(skel->progs.ignis_unwind);
+		fd = bpf_program__fd(files ? skel->progs.ignis_unwind_files :
+					     skel->progs.ignis_unwind);
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.progs), &zero, &fd, BPF_ANY)) {
 			err = -errno;
 			pr_err("cannot install the unwinder program: %s", strerror(-err));

@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: Apache-2.0
+"""An exec storm (issue 20): hundreds of processes of a few milliseconds each, built without
+frame pointers, among /bin/true churn, as a build or a CI runner makes them. Every sample of
+such a process is among its first, taken before the agent has read its mappings and often
+after the process is gone: the libraries' tables must apply before the process is published
+(found in BPF by the inode of the mapped file), and the files must be known from what BPF saw
+when /proc no longer shows the process."""
+import os
+import re
+import time
+
+from harness import Agent, check, spawn, wait_exit, workload
+from test_operate import free_port, get
+from test_pipeline import profiles_of
+
+DWARF = ["--unwind", "dwarf"]
+RUNS = 300          # processes of the burner in the storm (and as many /bin/true)
+BURN_MS = 5         # CPU time of each
+WARM_RUNS = 20      # before: the burner's own file and table, the first time it is seen
+CPU_SHARE = 0.02    # the agent's CPU time over the storm, of one core
+LOOKUPS = "ignis_unwind_file_lookups_total"
+BPF_MAPS = "ignis_bpf_mappings_total"
+
+
+def result(value):
+    """A Prometheus label set of one label, result=value."""
+    return '{result="' + value + '"}'
+
+
+def agent_cpu_seconds(pid):
+    """utime + stime of a process, from /proc/PID/stat (fields 14 and 15, in clock ticks)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def forks_so_far():
+    """Processes created on the host since boot (/proc/stat `processes`)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("processes "):
+                return int(line.split()[1])
+    return 0
+
+
+def storm(burner, runs):
+    """A shell starting `runs` burners and as many /bin/true, one after the other; the
+    burners' pids."""
+    script = (f"i=0; while [ $i -lt {runs} ]; do {burner} {BURN_MS} & echo $!; wait; "
+              f"/bin/true; i=$((i + 1)); done")
+    out, _ = wait_exit(spawn(["sh", "-c", script]), 300)
+    return {int(p) for p in out.split()}
+
+
+def judge(profiles, pids):
+    """The burners' samples: (total with a user stack, whole and named to _start, with an
+    [unknown] frame, kernel-only, the other stacks commonest first as text)."""
+    total = whole = unknown = kernel_only = 0
+    other = {}
+    for p in profiles:
+        for s in p.data["samples"]:
+            # The burner's own: not the shell's fork before it exec'd the burner.
+            if s["labels"].get("pid") not in pids or s["labels"].get("comm") != "stormburn":
+                continue
+            user = p.user_frames(s)
+            if not user:
+                kernel_only += s["count"]
+                continue
+            total += s["count"]
+            if "[unknown]" in user:
+                unknown += s["count"]
+            named = all(not f.startswith("[") for f in user)
+            if named and user[-1] == "_start":
+                whole += s["count"]
+            else:
+                key = ";".join(reversed(user))
+                other[key] = other.get(key, 0) + s["count"]
+    worst = sorted(other.items(), key=lambda kv: -kv[1])[:8]
+    return total, whole, unknown, kernel_only, "".join(f"\n  {c} x {k}" for k, c in worst)
+
+
+def test_exec_storm_short_processes_whole_and_named():
+    """300 runs of a 5 ms burner (main -> spin, no frame pointers) between 300 /bin/true:
+    >= 95 % of the burner's samples whole and named from spin to _start (libc's frames
+    unwound with libc's table before the process is published), none [unknown] (the files
+    known from what BPF saw, also for the processes that exited before their mappings were
+    read), and the agent's CPU time over the storm and the windows that hold it <= 2 % of a
+    core."""
+    port = free_port()
+    agent = Agent("--metrics-address", f"127.0.0.1:{port}", *DWARF, interval=2).wait_ready()
+    burner = workload("stormburn")
+    # The burner's own file seen once: its object opened, its table built. (libc's and the
+    # dynamic loader's are the host's, there since the agent started.)
+    storm(burner, WARM_RUNS)
+    time.sleep(3)
+    _, early = get(f"http://127.0.0.1:{port}/metrics")
+    n_profiles = len(agent.profiles())
+    cpu0, t0, forks0 = agent_cpu_seconds(agent.proc.pid), time.monotonic(), forks_so_far()
+    pids = storm(burner, RUNS)
+    t_storm = time.monotonic() - t0
+    forks = forks_so_far() - forks0
+    # The windows that hold the storm are drained, symbolized and written: two more files
+    # than when the storm ended (the one it ended in, and one past it).
+    at_end = len(agent.profiles())
+    deadline = time.monotonic() + 30
+    while len(agent.profiles()) < at_end + 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    cpu = agent_cpu_seconds(agent.proc.pid) - cpu0
+    t_all = time.monotonic() - t0
+    _, late = get(f"http://127.0.0.1:{port}/metrics")
+    agent.stop()
+    check(agent.returncode == 0, f"agent exit {agent.returncode}")
+    check(len(pids) == RUNS, f"{len(pids)} burners ran, not {RUNS}")
+    check(len(agent.profiles()) > n_profiles + 1, "no window written after the storm")
+
+    profiles = profiles_of(agent)
+    total, whole, unknown, kernel_only, other = judge(profiles, pids)
+
+    def delta(name, label=""):
+        def value(text):
+            m = re.search(rf"^{re.escape(name)}{re.escape(label)} (\S+)$", text, re.M)
+            return float(m.group(1)) if m else 0.0
+        return value(late) - value(early)
+
+    summary = (f"{total} samples of {len(pids)} burners with a user stack ({kernel_only} "
+               f"kernel-only), whole to _start {whole} ({whole / max(total, 1):.1%}), with "
+               f"[unknown] {unknown}; storm {t_storm:.1f} s, {forks} processes; agent CPU "
+               f"{cpu:.2f} s = {cpu / t_storm:.2%} of a core over the storm "
+               f"({cpu / t_all:.2%} over {t_all:.1f} s with its windows); "
+               f"lookups by file: table {delta(LOOKUPS, result('table')):.0f} "
+               f"busy {delta(LOOKUPS, result('busy')):.0f} "
+               f"none {delta(LOOKUPS, result('no_table')):.0f}; "
+               f"gone before capture {delta('ignis_processes_gone_before_capture_total'):.0f}, "
+               f"BPF mappings added {delta(BPF_MAPS, result('added')):.0f} "
+               f"(file unknown {delta(BPF_MAPS, result('file_unknown')):.0f})")
+    print(summary)
+    # 300 runs of 5 ms at 100 Hz: ~150 samples. The target is 95 %; what the unwinder does
+    # is all or nothing per sample kind, so a working build sits near 100 %: with a true
+    # share of 99 %, fewer than 95 % whole out of 100 samples has a probability under 0.4 %
+    # (binomial). Fewer than 100 samples would not judge the share to a point.
+    check(total >= 100, f"too few samples to judge: {summary}")
+    check(whole >= 0.95 * total, f"not whole: {summary}; others:{other}")
+    check(unknown == 0, f"[unknown] frames: {summary}; others:{other}")
+    # CPU time is counted in ticks (10 ms): the bound is 2 % of the storm's duration plus
+    # two ticks of rounding; the other helpers of a shared 2-core machine start processes
+    # of their own meanwhile, which the agent profiles as well: each costs it as much as a
+    # burner, so the budget grows with the processes the host started beyond the storm's.
+    extra = max(0, forks - 2 * RUNS)
+    budget = CPU_SHARE * t_storm * (1 + extra / (2 * RUNS)) + 2 / os.sysconf("SC_CLK_TCK")
+    check(cpu <= budget, f"agent CPU {cpu:.2f} s over a budget of {budget:.2f} s: {summary}")

@@ -184,7 +184,9 @@ static __always_inline int task_user_regs(struct uw_state *uw)
  * A process not published yet: its main executable's table, if unwind_exes has the file
  * and the build ID mapped where that table expects it matches. Sets uw's mapping cache to
  * the executable's code, with no other mapping (frame pointers there, or lookups by file),
- * and tells the agent the file of that code (announce_mapping()). Returns 0 or -1.
+ * and tells the agent the file of that code (announce_mapping()). Returns 0, -1, or -2 when
+ * the process image has no code yet (execve() is loading it: mm->start_code is set last, and
+ * the registers are still the old image's).
  */
 static __always_inline int start_exe_only(__u32 g, struct cpu_state *cs,
 					  const struct ignis_sample_key *key)
@@ -211,6 +213,8 @@ static __always_inline int start_exe_only(__u32 g, struct cpu_state *cs,
 	start = BPF_CORE_READ(task, mm, start_code);
 	end = BPF_CORE_READ(task, mm, end_code);
 	bias = start - c.text_vaddr;
+	if (!start && !end)
+		return -2;
 	if (end <= start)
 		return -1;
 	read_stamp(inode, &stamp);
@@ -259,8 +263,9 @@ static __always_inline void start_python(struct uw_python *py, const struct igni
  * Start the table unwinder for this sample when its process has tables (or, before it is
  * published, its executable has), with the user registers already in cs->uw (regs_err: they
  * could not be read; unwind_begin() keeps them): it records the sample itself, tail-calling prog_array's unwinder
- * with ctx, and never returns. 0: walk with frame pointers instead. offcpu_ns: 0 for a CPU
- * sample, else the off-CPU sample's weight.
+ * with ctx, and never returns. 0: walk with frame pointers instead; 1: record the sample
+ * without a user stack (its registers are not this image's). offcpu_ns: 0 for a CPU sample,
+ * else the off-CPU sample's weight.
  */
 static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot, __u32 g,
 					struct cpu_state *cs, const struct ignis_sample_key *key,
@@ -269,6 +274,7 @@ static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot,
 	struct uw_state *uw = &cs->uw;
 	struct ignis_unwind_proc *p;
 	__u32 tgid = key->tgid;
+	int err;
 
 	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (p) {
@@ -284,7 +290,12 @@ static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot,
 	}
 	uw->by_file = !p;
 	if (!p) {
-		if (start_exe_only(g, cs, key)) {
+		err = start_exe_only(g, cs, key);
+		if (err == -2) {
+			stat_inc(g, STAT_UNWIND_UNMAPPED);
+			return 1;
+		}
+		if (err) {
 			stat_inc(g, STAT_UNWIND_NO_TABLES);
 			return 0;
 		}

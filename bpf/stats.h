@@ -94,6 +94,10 @@
 	  "unwind_file_build_id", "")                                                                   \
 	X(UNWIND_FILE_BUSY, "ignis_unwind_file_lookups_total", "result=\"busy\"",                       \
 	  "unwind_file_busy", "")                                                                       \
+	X(UNWIND_UNMAPPED, "ignis_unwind_unmapped_total", "", "unwind_unmapped",                        \
+	  "User stacks left out of samples inside execve(), whose registers are still the old "         \
+	  "image's: its code is not loaded yet (mm->start_code 0), or its pc is in no mapping "         \
+	  "(bpf_find_vma, 5.17).")                                                                      \
 	X(MAPPING_EVENTS, "ignis_mapping_events_total", "", "mapping_events",                           \
 	  "File mappings of processes not published yet sent to the agent (the files to name their "    \
 	  "frames by when the process is gone before its mappings are read); lost ones count as "       \

@@ -16,6 +16,10 @@
 
 #include "maps.bpf.h"
 
+#ifndef ENOENT
+#define ENOENT 2
+#endif
+
 /* Global functions, so the verifier checks each once, not at every frame of the walk. */
 __noinline int unwind_find_mapping(__u32 start, __u32 n, __u64 pc)
 {
@@ -59,8 +63,8 @@ static long see_vma(struct task_struct *task, struct vm_area_struct *vma, struct
  * unwind_exes (struct ignis_unwind_exe), checked by the build ID in memory. Sets this CPU's
  * walk's mapping (slot: CPU_STATE_*) to it, or, when the file has no table there, to the VMA
  * without rows (frame pointers, and no second lookup for its next frames). The agent is told
- * of the file mapping either way (announce_mapping()). Returns 0, or -1 when the lookup
- * failed.
+ * of the file mapping either way (announce_mapping()). Returns 0, -1 when the lookup
+ * failed, or -3 when no VMA holds pc.
  */
 __noinline int unwind_find_file(__u32 slot, __u64 pc)
 {
@@ -69,12 +73,16 @@ __noinline int unwind_find_file(__u32 slot, __u64 pc)
 	struct ignis_unwind_exe *e, c;
 	struct vma_seen v = {};
 	__u64 seg, lo, hi, bias;
+	long err;
 	__u32 g;
 
 	if (!cs)
 		return -1;
 	g = cs->uw.gen;
-	if (bpf_find_vma(bpf_get_current_task_btf(), pc, see_vma, &v, 0) || v.end <= v.start) {
+	err = bpf_find_vma(bpf_get_current_task_btf(), pc, see_vma, &v, 0);
+	if (err == -ENOENT)
+		return -3; /* no VMA holds pc */
+	if (err || v.end <= v.start) {
 		stat_inc(g, STAT_UNWIND_FILE_BUSY);
 		return -1;
 	}
@@ -151,6 +159,10 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 		return;
 	}
 	cs->stack.flags = flags | STACK_F_TABLES;
+	if (!cs->stack.len)
+		uw->key.user_stack.lo = uw->key.user_stack.hi = 0; /* none (not mapped) */
+	else
+		store_stack(g, stacks, &cs->stack, &uw->key.user_stack);
 	stat_inc(g, STAT_UNWIND_SAMPLES);
 	if (uw->py.total)
 		stat_inc(g, STAT_PY_SAMPLES);
@@ -158,7 +170,6 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 	 * pair up (a part of the eval loop outside its known ranges). */
 	if (uw->py.on && uw->py.frame && !(flags & STACK_F_TRUNCATED))
 		stat_inc(g, STAT_PY_UNMATCHED);
-	store_stack(g, stacks, &cs->stack, &uw->key.user_stack);
 	if (!uw->offcpu_ns) {
 		record(g, counts, &uw->key);
 		return;

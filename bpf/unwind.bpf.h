@@ -16,7 +16,8 @@
  *   read_user(dst, size, addr)   bpf_probe_read_user(): 0, or a negative errno with dst zeroed
  *   stat_inc(g, stat)            count a failure in generation g's counters
  *   lookup_file(uw, pc)          the mapping that holds pc found by its file (bpf_find_vma()
- *                                and unwind_exes), into uw's m_*: 0, or -1 (not found)
+ *                                and unwind_exes), into uw's m_*: 0, -1 (not found), or -3
+ *                                (the process has no mapping there at all)
  *
  * The BPF build defines them over the maps in bpf/maps.bpf.h; the unit test over arrays and a
  * byte buffer. Like bpf/profiler.h, this header includes nothing: the includer provides the
@@ -84,6 +85,7 @@ enum step_result {
 	STEP_COMPLETE,	/* the outermost frame: the stack is whole */
 	STEP_END,	/* a frame-pointer chain ends (rbp 0): judged by its root later */
 	STEP_TRUNCATED, /* stopped early; the reason is counted */
+	STEP_UNMAPPED,	/* the sampled pc is in no mapping of the process: no user stack */
 };
 
 /* The world, as the includer defines it (see the top of this file). */
@@ -237,7 +239,7 @@ static __always_inline void swap_mappings(struct uw_state *uw)
  * published mapping, else (by_file: this program may look up files, and the process is not
  * published) the one lookup_file() finds. Returns 0; -1 when pc is in none (counted by the
  * caller: a frame-pointer step); -2 when the published mappings changed under the walk
- * (counted here: the walk stops).
+ * (counted here: the walk stops); -3 when the process has no mapping at pc at all.
  */
 static __always_inline int find_pc_mapping(struct uw_state *uw, __u64 pc, bool by_file)
 {
@@ -294,6 +296,12 @@ static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 	mi = find_pc_mapping(uw, pc, by_file);
 	if (mi == -2)
 		return STEP_TRUNCATED;
+	if (mi == -3 && first) {
+		/* The registers are not this process image's: a sample inside execve(), past
+		 * the point where the old image's mappings went (its pc is the old image's). */
+		stat_inc(uw->gen, STAT_UNWIND_UNMAPPED);
+		return STEP_UNMAPPED;
+	}
 	if (mi < 0) {
 		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
 		return step_frame_pointer(uw, true);
@@ -440,6 +448,10 @@ static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack
 					uw->py.drain = 1;
 					r = STEP_CONTINUE;
 					continue;
+				}
+				if (r == STEP_UNMAPPED) {
+					stack->len = 0;
+					return STEP_END;
 				}
 				if (r != STEP_CONTINUE)
 					break;

@@ -92,7 +92,7 @@ static inline void stat_inc(__u32 g, enum ignis_stat stat)
 }
 
 /* As unwind_find_file() in bpf/unwind.bpf.c: the VMA holding pc, with its file's table or
- * without rows; -1 when the lookup is refused or no VMA holds pc. */
+ * without rows; -1 when the lookup is refused, -3 when no VMA holds pc. */
 static inline int lookup_file(struct uw_state *uw, __u64 pc)
 {
 	int i;
@@ -115,8 +115,7 @@ static inline int lookup_file(struct uw_state *uw, __u64 pc)
 		stat_inc(uw->gen, m->nr_rows ? STAT_UNWIND_FILE_TABLE : STAT_UNWIND_FILE_NONE);
 		return 0;
 	}
-	stat_inc(uw->gen, STAT_UNWIND_FILE_BUSY);
-	return -1;
+	return -3;
 }
 
 /* The Python walker's world: a thread's fs base, serials in the order met. */
@@ -614,6 +613,33 @@ static void test_unpublished_code_without_table_is_looked_up_once(void **state)
 	assert_int_equal(w.stats[STAT_UNWIND_FP_FRAMES], 2);
 }
 
+/* A sample inside execve(): the registers are the old image's, whose mappings are gone. The
+ * sampled pc is in no VMA: no user stack at all. A return address in none is a broken chain
+ * (walked by frame pointer, for the agent to judge), not a reason to drop the stack. */
+static void test_unpublished_pc_in_no_mapping_leaves_no_user_stack(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	w.nr_vmas = 0;
+	w.file_grants = 1;
+	walk_unpublished(&wk, 0x7f6300001000ULL, S + 0x100, S + 0x140);
+	assert_int_equal(wk.st.len, 0);
+	assert_int_equal(wk.end, STEP_END);
+	check_stats(0, STAT_UNWIND_UNMAPPED, 1);
+
+	world_init();
+	w.file_grants = 1;
+	poke(S + 0x108, 0x7f6300001000ULL); /* a return address in no mapping */
+	poke(S + 0x140, 0);
+	poke(S + 0x148, EXE + R_OUTERMOST + 9);
+	walk_unpublished(&wk, EXE + R_NOFP_BODY + 4, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4, 0x7f6300001000ULL,
+		  (EXE + R_OUTERMOST + 9) | IGNIS_USER_IP_FP);
+	check_stats(0, STAT_UNWIND_FP_FRAMES, 1);
+}
+
 /* Each way a walk stops early: the stack is truncated and exactly one reason counted. */
 static void test_failures_truncate_and_count_their_reason(void **state)
 {
@@ -1000,6 +1026,7 @@ UNIT_MAIN("unwind_step", cmocka_unit_test(test_tables_walk_to_the_outermost_fram
 	  cmocka_unit_test(test_executable_only_walk_in_generation_one),
 	  cmocka_unit_test(test_unpublished_library_unwound_by_its_file),
 	  cmocka_unit_test(test_unpublished_code_without_table_is_looked_up_once),
+	  cmocka_unit_test(test_unpublished_pc_in_no_mapping_leaves_no_user_stack),
 	  cmocka_unit_test(test_failures_truncate_and_count_their_reason),
 	  cmocka_unit_test(test_changed_tables_are_noticed),
 	  cmocka_unit_test(test_depth_limit_cuts_the_stack),

@@ -212,7 +212,8 @@ _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
  * process was published (its executable's text from mm->start_code, a library's VMA from
  * bpf_find_vma()), sent once per CPU and mapping: what the agent needs to name its frames
  * when the process is gone before /proc/PID/maps could be read. Runtime address a in
- * [start, end) is at file offset a - start + offset of the file (dev, ino).
+ * [start, end) is at file offset a - start + offset of the file (dev, ino); dev and ino 0:
+ * the vDSO's code (no file; the agent has the kernel's image of it).
  */
 struct ignis_mapping_event {
 	__u32 type; /* PROC_EVENT_MAPPING */

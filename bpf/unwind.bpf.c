@@ -37,6 +37,8 @@ struct vma_seen {
 	__u32 dev;
 	__u32 file; /* 1: a file mapping (ino, dev, stamp valid) */
 	struct file_stamp stamp;
+	__u32 vdso; /* 1: the vDSO's code */
+	__u32 pad;
 };
 
 static long see_vma(struct task_struct *task, struct vm_area_struct *vma, struct vma_seen *v)
@@ -46,6 +48,7 @@ static long see_vma(struct task_struct *task, struct vm_area_struct *vma, struct
 	v->start = vma->vm_start;
 	v->end = vma->vm_end;
 	v->pgoff = vma->vm_pgoff;
+	v->vdso = v->start == (__u64)BPF_CORE_READ(vma, vm_mm, context.vdso);
 	if (file) {
 		struct inode *inode = BPF_CORE_READ(file, f_inode);
 
@@ -90,6 +93,8 @@ __noinline int unwind_find_file(__u32 slot, __u64 pc)
 	cs->uw.m_end = v.end;
 	cs->uw.m_nr_rows = 0;
 	if (!v.file) {
+		if (v.vdso) /* no file: dev and ino 0 */
+			announce_mapping(g, cs, &cs->uw.key, 0, 0, v.start, v.end, 0);
 		stat_inc(g, STAT_UNWIND_FILE_NONE);
 		return 0;
 	}

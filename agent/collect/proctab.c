@@ -756,14 +756,15 @@ static void add_bpf_mapping(struct proctab *pt, const struct proc_event *ev)
 			      .start_time = ev->start_time };
 	struct proc_image *img = hashmap__find(&pt->images, &id);
 	struct proc_mapping *m;
-	char name[96];
+	char name[PATH_MAX];
 	size_t i;
 
 	if (!img || img->denied) {
 		pt->stats.bpf_mappings_no_image++;
 		return;
 	}
-	if (ev->end <= ev->start || ev->end - ev->start > (1ULL << 40) || !ev->exe_inode)
+	if (ev->end <= ev->start || ev->end - ev->start > (1ULL << 40) ||
+	    (!ev->exe_inode && ev->exe_dev))
 		return; /* not what BPF sends */
 	for (i = 0; i < img->nr_maps; i++) {
 		if (ev->start < img->maps[i].end && img->maps[i].start < ev->end) {
@@ -783,20 +784,26 @@ static void add_bpf_mapping(struct proctab *pt, const struct proc_event *ev)
 	m->kind = MAPPING_FILE;
 	m->from_bpf = true;
 	m->stale_window = UINT64_MAX;
-	m->object = symbolizer__find(pt->opts.symbolizer,
-				     makedev(ev->exe_dev >> 20, ev->exe_dev & 0xfffff),
-				     (ino_t)ev->exe_inode);
-	if (m->object) {
-		m->name = strdup(sym_object__name(m->object));
+	if (!ev->exe_inode) {
+		m->kind = MAPPING_VDSO;
+		m->object = sym_object__get(pt->opts.vdso);
+		snprintf(name, sizeof(name), "[vdso]");
 	} else {
-		/* Its frames keep their addresses, counted as an unopened file's. */
-		m->open_error = -ENOENT;
-		snprintf(name, sizeof(name), "[inode %llu on %u:%u]",
-			 (unsigned long long)ev->exe_inode, ev->exe_dev >> 20,
-			 ev->exe_dev & 0xfffff);
-		m->name = strdup(name);
-		pt->stats.bpf_mappings_no_file++;
+		m->object = symbolizer__find(pt->opts.symbolizer,
+					     makedev(ev->exe_dev >> 20, ev->exe_dev & 0xfffff),
+					     (ino_t)ev->exe_inode);
+		if (m->object) {
+			snprintf(name, sizeof(name), "%s", sym_object__name(m->object));
+		} else {
+			/* Its frames keep their addresses, counted as an unopened file's. */
+			m->open_error = -ENOENT;
+			snprintf(name, sizeof(name), "[inode %llu on %u:%u]",
+				 (unsigned long long)ev->exe_inode, ev->exe_dev >> 20,
+				 ev->exe_dev & 0xfffff);
+			pt->stats.bpf_mappings_no_file++;
+		}
 	}
+	m->name = strdup(name);
 	if (!m->name) {
 		mapping_fini(m);
 		return;
@@ -804,7 +811,7 @@ static void add_bpf_mapping(struct proctab *pt, const struct proc_event *ev)
 	img->nr_maps++;
 	if (img->nr_maps > 1)
 		qsort(img->maps, img->nr_maps, sizeof(*img->maps), cmp_mapping);
-	if (!m->object)
+	if (!m->object && m->kind == MAPPING_FILE)
 		img->incomplete = true;
 	if (!img->exe[0] && ev->exe_inode == img->exe_inode && m->object)
 		snprintf(img->exe, sizeof(img->exe), "%s", sym_object__name(m->object));

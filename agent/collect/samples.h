@@ -88,7 +88,8 @@ enum proc_event_type {
 	PROC_EV_EXEC,	 /* execve() replaced the image */
 	PROC_EV_EXIT,	 /* the last thread exited */
 	/* A file mapping the BPF unwinder met in an image not published yet: start, end and
-	 * offset, the file in exe_dev and exe_inode. (6: 5 is BPF's Python code event.) */
+	 * offset, the file in exe_dev and exe_inode (both 0: the vDSO). (6: 5 is BPF's Python
+	 * code event.) */
 	PROC_EV_MAPPING = 6,
 };
 

@@ -16,6 +16,7 @@ from test_pipeline import profiles_of
 DWARF = ["--unwind", "dwarf"]
 RUNS = 300          # processes of the burner in the storm (and as many /bin/true)
 BURN_MS = 5         # CPU time of each
+PERIOD = 0.0187     # a burner and a /bin/true every 18.7 ms: issue 20's storm (3000 in 28 s)
 WARM_RUNS = 20      # before: the burner's own file and table, the first time it is seen
 CPU_SHARE = 0.02    # the agent's CPU time over the storm, of one core
 LOOKUPS = "ignis_unwind_file_lookups_total"
@@ -43,13 +44,21 @@ def forks_so_far():
     return 0
 
 
-def storm(burner, runs):
-    """A shell starting `runs` burners and as many /bin/true, one after the other; the
-    burners' pids."""
-    script = (f"i=0; while [ $i -lt {runs} ]; do {burner} {BURN_MS} & echo $!; wait; "
-              f"/bin/true; i=$((i + 1)); done")
-    out, _ = wait_exit(spawn(["sh", "-c", script]), 300)
-    return {int(p) for p in out.split()}
+def storm(burner, runs, period=0.0):
+    """`runs` burners and as many /bin/true, one after the other, a burner starting every
+    `period` seconds at most; the burners' pids."""
+    pids = set()
+    due = time.monotonic()
+    for _ in range(runs):
+        proc = spawn([burner, str(BURN_MS)])
+        pids.add(proc.pid)
+        wait_exit(proc, 30)
+        check(proc.returncode == 0, f"{burner} exited {proc.returncode}")
+        wait_exit(spawn(["/bin/true"]), 30)
+        due += period
+        if due > time.monotonic():
+            time.sleep(due - time.monotonic())
+    return pids
 
 
 def judge(profiles, pids):
@@ -59,7 +68,7 @@ def judge(profiles, pids):
     other = {}
     for p in profiles:
         for s in p.data["samples"]:
-            # The burner's own: not the shell's fork before it exec'd the burner.
+            # The burner's own: not the spawner's fork before it exec'd the burner.
             if s["labels"].get("pid") not in pids or s["labels"].get("comm") != "stormburn":
                 continue
             user = p.user_frames(s)
@@ -90,13 +99,23 @@ def test_exec_storm_short_processes_whole_and_named():
     agent = Agent("--metrics-address", f"127.0.0.1:{port}", *DWARF, interval=2).wait_ready()
     burner = workload("stormburn")
     # The burner's own file seen once: its object opened, its table built. (libc's and the
-    # dynamic loader's are the host's, there since the agent started.)
+    # dynamic loader's are the host's, there since the agent started.) Then past the agent's
+    # first 10 s, while which it tries again and again to attach the Python of this test
+    # (agent/python: an interpreter starting), work that is not the storm's.
+    started = time.monotonic()
     storm(burner, WARM_RUNS)
-    time.sleep(3)
+    time.sleep(max(3.0, 11 - (time.monotonic() - started)))
+    # What the agent spends without the storm, over as long as the storm will take: the
+    # host's other processes (a shared machine), its windows, its rescans.
+    quiet0, q0, qforks0 = agent_cpu_seconds(agent.proc.pid), time.monotonic(), forks_so_far()
+    time.sleep(RUNS * PERIOD)
+    quiet = agent_cpu_seconds(agent.proc.pid) - quiet0
+    quiet_rate = quiet / (time.monotonic() - q0)
+    quiet_forks = forks_so_far() - qforks0
     _, early = get(f"http://127.0.0.1:{port}/metrics")
     n_profiles = len(agent.profiles())
     cpu0, t0, forks0 = agent_cpu_seconds(agent.proc.pid), time.monotonic(), forks_so_far()
-    pids = storm(burner, RUNS)
+    pids = storm(burner, RUNS, PERIOD)
     t_storm = time.monotonic() - t0
     forks = forks_so_far() - forks0
     # The windows that hold the storm are drained, symbolized and written: two more files
@@ -113,6 +132,7 @@ def test_exec_storm_short_processes_whole_and_named():
     check(len(pids) == RUNS, f"{len(pids)} burners ran, not {RUNS}")
     check(len(agent.profiles()) > n_profiles + 1, "no window written after the storm")
 
+    storm_cpu = cpu - quiet_rate * t_all
     profiles = profiles_of(agent)
     total, whole, unknown, kernel_only, other = judge(profiles, pids)
 
@@ -126,7 +146,9 @@ def test_exec_storm_short_processes_whole_and_named():
                f"kernel-only), whole to _start {whole} ({whole / max(total, 1):.1%}), with "
                f"[unknown] {unknown}; storm {t_storm:.1f} s, {forks} processes; agent CPU "
                f"{cpu:.2f} s = {cpu / t_storm:.2%} of a core over the storm "
-               f"({cpu / t_all:.2%} over {t_all:.1f} s with its windows); "
+               f"({cpu / t_all:.2%} over {t_all:.1f} s with its windows; "
+               f"{quiet_rate:.2%} without the storm, {quiet_forks} processes; the storm's own "
+               f"{storm_cpu:.2f} s = {storm_cpu / t_storm:.2%}); "
                f"lookups by file: table {delta(LOOKUPS, result('table')):.0f} "
                f"busy {delta(LOOKUPS, result('busy')):.0f} "
                f"none {delta(LOOKUPS, result('no_table')):.0f}; "
@@ -134,17 +156,17 @@ def test_exec_storm_short_processes_whole_and_named():
                f"BPF mappings added {delta(BPF_MAPS, result('added')):.0f} "
                f"(file unknown {delta(BPF_MAPS, result('file_unknown')):.0f})")
     print(summary)
-    # 300 runs of 5 ms at 100 Hz: ~150 samples. The target is 95 %; what the unwinder does
+    # 300 runs of 5 ms at 100 Hz: ~150 samples (and those of the start-up and the exit). The target is 95 %; what the unwinder does
     # is all or nothing per sample kind, so a working build sits near 100 %: with a true
     # share of 99 %, fewer than 95 % whole out of 100 samples has a probability under 0.4 %
     # (binomial). Fewer than 100 samples would not judge the share to a point.
     check(total >= 100, f"too few samples to judge: {summary}")
     check(whole >= 0.95 * total, f"not whole: {summary}; others:{other}")
     check(unknown == 0, f"[unknown] frames: {summary}; others:{other}")
-    # CPU time is counted in ticks (10 ms): the bound is 2 % of the storm's duration plus
-    # two ticks of rounding; the other helpers of a shared 2-core machine start processes
-    # of their own meanwhile, which the agent profiles as well: each costs it as much as a
-    # burner, so the budget grows with the processes the host started beyond the storm's.
-    extra = max(0, forks - 2 * RUNS)
-    budget = CPU_SHARE * t_storm * (1 + extra / (2 * RUNS)) + 2 / os.sysconf("SC_CLK_TCK")
-    check(cpu <= budget, f"agent CPU {cpu:.2f} s over a budget of {budget:.2f} s: {summary}")
+    # The storm's own CPU: the agent's over the storm and its windows, less what it spent at
+    # the same rate without the storm (a shared machine's other processes, which it profiles
+    # too). The bound: 2 % of a core over the storm, plus four ticks of rounding (CPU time
+    # is counted in 10 ms ticks, twice per figure).
+    budget = CPU_SHARE * t_storm + 4 / os.sysconf("SC_CLK_TCK")
+    check(storm_cpu <= budget,
+          f"the storm cost the agent {storm_cpu:.2f} s of CPU, over {budget:.2f} s: {summary}")

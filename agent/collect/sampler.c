@@ -350,14 +350,14 @@ static void log_kernel_features(const struct sampler *s)
 		 yes_no(tp_btf), progs);
 }
 
-/* Open, size and load the skeleton, with or without the table unwinder. */
-static int load(struct sampler *s, bool unwind)
+/* Open, size and load the skeleton, with or without the table unwinder, and with or without
+ * its lookups by file (bpf_find_vma(), Linux 5.17). */
+static int load(struct sampler *s, bool unwind, bool files)
 {
 	const struct sampler_opts *opts = &s->opts;
 	struct profiler_bpf *skel;
 	struct bpf_map *maps[6];
 	uint32_t zero = IGNIS_PROG_UNWIND;
-	bool files;
 	size_t i;
 	int err, fd;
 
@@ -435,16 +435,16 @@ static int load(struct sampler *s, bool unwind)
 	}
 	/* One unwinder: with lookups by file where bpf_find_vma() is (5.17), which the older
 	 * kernels' verifier would refuse. */
-	files = unwind &&
-		libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) > 0;
+	files = files && unwind;
 	bpf_program__set_autoload(skel->progs.ignis_unwind, unwind && !files);
 	bpf_program__set_autoload(skel->progs.ignis_unwind_files, files);
 	err = profiler_bpf__load(skel);
 	if (err)
 		return err;
 	if (unwind && !files)
-		pr_info("this kernel has no bpf_find_vma() (Linux 5.17): until a process's "
-			"mappings are captured, its libraries are walked with frame pointers");
+		pr_info("the table unwinder looks up no files (bpf_find_vma(), Linux 5.17): until "
+			"a process's mappings are captured, its libraries are walked with frame "
+			"pointers");
 	if (unwind) {
 		fd = bpf_program__fd(files ? skel->progs.ignis_unwind_files :
 					     skel->progs.ignis_unwind);
@@ -475,6 +475,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	struct profiler_bpf *skel;
 	size_t i;
 	int err, nr_cpus;
+	bool files;
 
 	libbpf_set_print(libbpf_print);
 	s = calloc(1, sizeof(*s));
@@ -503,7 +504,19 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	if (s->max_offcpu < 8192)
 		s->max_offcpu = 8192;
 
-	err = load(s, opts->unwind != SAMPLER_UNWIND_FP);
+	files = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) > 0;
+	err = load(s, opts->unwind != SAMPLER_UNWIND_FP, files);
+	if ((err == -EINVAL || err == -EACCES || err == -E2BIG || err == -ENOMEM ||
+	     err == -EOPNOTSUPP) &&
+	    files && opts->unwind != SAMPLER_UNWIND_FP && s->skel) {
+		/* A verifier may refuse the lookups alone: the unwinder without them, once. */
+		pr_warn("the table unwinder with lookups by file cannot load on this kernel (%s); "
+			"trying without them",
+			strerror(-err));
+		profiler_bpf__destroy(s->skel);
+		s->skel = NULL;
+		err = load(s, true, false);
+	}
 	if ((err == -EINVAL || err == -EACCES || err == -E2BIG || err == -ENOMEM ||
 	     err == -EOPNOTSUPP) &&
 	    opts->unwind == SAMPLER_UNWIND_AUTO && s->skel) {
@@ -513,7 +526,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 			strerror(-err));
 		profiler_bpf__destroy(s->skel);
 		s->skel = NULL;
-		err = load(s, false);
+		err = load(s, false, false);
 	}
 	if (err) {
 		explain_load_error(err);

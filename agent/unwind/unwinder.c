@@ -324,12 +324,21 @@ void unwinder__poll(struct unwinder *u)
 	for (done = unwind_builder__take_done(u->builder); done; done = next) {
 		next = done->next_job;
 		done->next_job = NULL;
-		if (!done->users) {
+		if (!done->users && !done->by_build_id) {
 			/* Every process that wanted it went meanwhile. */
 			unwind_cache__remove(&u->cache, done);
 			continue;
 		}
 		table_built(u, done);
+		if (!done->users && done->state != UNWIND_TABLE_READY) {
+			unwind_cache__remove(&u->cache, done);
+			continue;
+		}
+		/* A table with a build ID is kept even when its processes went while it was
+		 * built (READY, evicted first when room is needed), as after its last user: the
+		 * next process of the file (a compiler's libLLVM in a build, run again and again
+		 * for a fraction of a second each) finds it, also before it is published, rather
+		 * than having it built again. */
 		done->fresh = done->state == UNWIND_TABLE_READY;
 		any |= done->fresh;
 	}

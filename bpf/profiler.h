@@ -363,7 +363,8 @@ _Static_assert(sizeof(struct ignis_py_code_key) == 32, "ignis_py_code_key size")
  *                        published yet
  *   progs         PROG_ARRAY [IGNIS_PROG_UNWIND] the unwinder, which tail-calls itself:
  *                        ignis_unwind_files where the kernel has bpf_find_vma() (5.17),
- *                        ignis_unwind before
+ *                        ignis_unwind before (offcpu_progs: ignis_offcpu_unwind_files or
+ *                        ignis_offcpu_unwind)
  *
  * For a pc of process tgid: unwind_procs gives the extent of its mappings; a binary search
  * finds the mapping whose [start, end) holds pc; rel = pc - mapping.base is the offset in

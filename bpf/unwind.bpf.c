@@ -232,3 +232,11 @@ int ignis_offcpu_unwind(void *ctx)
 {
 	return unwind_run(ctx, &offcpu_progs, CPU_STATE_OFFCPU, false);
 }
+
+/* The same with lookups by file (5.17), as ignis_unwind_files: at the end of a system call
+ * the kernel grants as many as the walk asks for (UNWIND_FILE_TRIES). */
+SEC("tp_btf/sys_exit")
+int ignis_offcpu_unwind_files(void *ctx)
+{
+	return unwind_run(ctx, &offcpu_progs, CPU_STATE_OFFCPU, true);
+}

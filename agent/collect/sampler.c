@@ -409,8 +409,7 @@ static int load(struct sampler *s, bool unwind, bool files)
 		bpf_program__set_autoload(skel->progs.ignis_switch, false);
 		bpf_program__set_autoload(skel->progs.ignis_offcpu, false);
 	}
-	if (!opts->offcpu || !unwind)
-		bpf_program__set_autoload(skel->progs.ignis_offcpu_unwind, false);
+
 	if (opts->nr_pids) {
 		err = bpf_map__set_max_entries(skel->maps.pid_filter, (uint32_t)opts->nr_pids);
 		if (err)
@@ -438,6 +437,9 @@ static int load(struct sampler *s, bool unwind, bool files)
 	files = files && unwind;
 	bpf_program__set_autoload(skel->progs.ignis_unwind, unwind && !files);
 	bpf_program__set_autoload(skel->progs.ignis_unwind_files, files);
+	bpf_program__set_autoload(skel->progs.ignis_offcpu_unwind,
+				  opts->offcpu && unwind && !files);
+	bpf_program__set_autoload(skel->progs.ignis_offcpu_unwind_files, opts->offcpu && files);
 	err = profiler_bpf__load(skel);
 	if (err)
 		return err;
@@ -453,7 +455,8 @@ static int load(struct sampler *s, bool unwind, bool files)
 			pr_err("cannot install the unwinder program: %s", strerror(-err));
 			return err;
 		}
-		fd = bpf_program__fd(skel->progs.ignis_offcpu_unwind);
+		fd = bpf_program__fd(files ? skel->progs.ignis_offcpu_unwind_files :
+					     skel->progs.ignis_offcpu_unwind);
 		if (opts->offcpu && bpf_map_update_elem(bpf_map__fd(skel->maps.offcpu_progs), &zero,
 							&fd, BPF_ANY)) {
 			err = -errno;

@@ -224,7 +224,9 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 	/* Evicted tables' rows come free only after the next grace period: evict no more than
 	 * what could make room then, and wait for it. */
 	while ((start = extents__alloc(&u->rows, n)) < 0) {
-		if (extents__deferred(&u->rows) >= n || !unwind_cache__evict(&u->cache))
+		/* A table no process uses (they went while it was built) displaces none. */
+		if (!t->users || extents__deferred(&u->rows) >= n ||
+		    !unwind_cache__evict(&u->cache))
 			return -ENOSPC;
 		u->st.tables_evicted++;
 	}

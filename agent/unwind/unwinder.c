@@ -335,10 +335,10 @@ void unwinder__poll(struct unwinder *u)
 			continue;
 		}
 		/* A table with a build ID is kept even when its processes went while it was
-		 * built (READY, evicted first when room is needed), as after its last user: the
-		 * next process of the file (a compiler's libLLVM in a build, run again and again
-		 * for a fraction of a second each) finds it, also before it is published, rather
-		 * than having it built again. */
+		 * built, as after its last user, if it fits without evicting another (READY,
+		 * then evicted by use): the next process of the file (a compiler, run again and
+		 * again for a fraction of a second each) finds it, also before it is published,
+		 * rather than having it built again. */
 		done->fresh = done->state == UNWIND_TABLE_READY;
 		any |= done->fresh;
 	}

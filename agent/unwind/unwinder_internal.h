@@ -53,7 +53,8 @@ struct unwinder {
 };
 
 /*
- * Put a built table's rows into unwind_rows (evicting unused tables to make room), then its
+ * Put a built table's rows into unwind_rows (evicting unused tables to make room, unless t
+ * itself has no user), then its
  * waiting unwind_exes entries; on success it is READY and its built rows are freed.
  * Returns 0, -ENOSPC (no room before the next grace period: it waits), -E2BIG (too large
  * for the map) or the map update's -errno.

@@ -138,6 +138,20 @@ int sym_object__exe_layout(const struct sym_object *o, uint64_t *text_vaddr,
 			   uint64_t *build_id_vaddr) SYM_WARN_UNUSED;
 
 /*
+ * The executable segment at the lowest ELF address (the one sym_object__exe_layout() names):
+ * its file offset, ELF address and bytes in the file, so that an address in a mapping of the
+ * object can be placed from the mapping's file offset alone. Returns 0, or -ENOENT when the
+ * object has no executable segment.
+ */
+int sym_object__text_segment(const struct sym_object *o, uint64_t *offset, uint64_t *vaddr,
+			     uint64_t *filesz) SYM_WARN_UNUSED;
+
+/* The size and modification time of the file the object holds open (fstat now). Returns 0,
+ * or -ENOENT for an object from memory, or fstat's -errno. */
+int sym_object__file_stamp(const struct sym_object *o, uint64_t *size, int64_t *mtime_sec,
+			   uint32_t *mtime_nsec) SYM_WARN_UNUSED;
+
+/*
  * Separate debug files. An object without DWARF (stripped, or built without -g) needs one:
  * the caller looks
  * for it (by build ID under a debug root's .build-id/xx/rest.debug, or by the debuglink name

@@ -22,7 +22,8 @@ WORKLOADS := $(WORKLOAD_DIR)/hot2 $(WORKLOAD_DIR)/burn $(WORKLOAD_DIR)/burn-nopi
 NOFP_WORKLOAD_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread \
 			-Wall -Wextra
 WORKLOADS += $(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/lzmaloop $(WORKLOAD_DIR)/throws \
-	     $(WORKLOAD_DIR)/sigprof $(WORKLOAD_DIR)/deep-lld $(WORKLOAD_DIR)/lzmadl
+	     $(WORKLOAD_DIR)/sigprof $(WORKLOAD_DIR)/deep-lld $(WORKLOAD_DIR)/lzmadl \
+	     $(WORKLOAD_DIR)/stormburn
 
 # The same linked by lld, which packs segments: the executable one starts mid-page, after
 # the read-only one's tail (a mapping's load bias must come from the segment it maps).
@@ -31,7 +32,7 @@ $(WORKLOAD_DIR)/deep-lld: tests/workloads/deep.c tests/workloads/workload.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(NOFP_WORKLOAD_CFLAGS) -fuse-ld=lld -Wl,-z,noseparate-code -fPIE -pie -o $@ $<
 
-$(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/sigprof: $(WORKLOAD_DIR)/%: tests/workloads/%.c \
+$(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/sigprof $(WORKLOAD_DIR)/stormburn: $(WORKLOAD_DIR)/%: tests/workloads/%.c \
 					      tests/workloads/workload.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)

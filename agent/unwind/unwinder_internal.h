@@ -53,7 +53,8 @@ struct unwinder {
 };
 
 /*
- * Put a built table's rows into unwind_rows (evicting unused tables to make room), then its
+ * Put a built table's rows into unwind_rows (evicting unused tables to make room, unless t
+ * itself has no user), then its
  * waiting unwind_exes entries; on success it is READY and its built rows are freed.
  * Returns 0, -ENOSPC (no room before the next grace period: it waits), -E2BIG (too large
  * for the map) or the map update's -errno.
@@ -63,11 +64,11 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
 /* The unload callback of u's cache: remove t's unwind_exes entries, defer its rows. */
 void unwinder__unload_table(void *ctx, struct unwind_table *t);
 
-/* A process runs t's object as its main executable, which BPF sees at key: enter the key in
- * unwind_exes (now if t is ready, else when it is), taking it from another table. Best
- * effort: failures leave the first samples to frame pointers. */
+/* A process runs or maps t's object from file (an object the caller holds), which BPF sees
+ * at key: enter the key in unwind_exes (now if t is ready, else when it is), taking it from
+ * another table. Best effort: failures leave the first samples to frame pointers. */
 void unwinder__want_exe(struct unwinder *u, struct unwind_table *t,
-			const struct ignis_unwind_exe_key *key);
+			const struct ignis_unwind_exe_key *key, const struct sym_object *file);
 
 /* Write p's mappings whose tables are ready into unwind_maps, then its unwind_procs entry;
  * unpublish it when none is ready. A full map or an allocation failure unpublishes it and

@@ -87,7 +87,7 @@ AGENT_SRCS := $(AGENT_LIB_SRCS) agent/main.c
 BPF_SRCS := bpf/maps.bpf.c $(filter-out bpf/maps.bpf.c,$(sort $(wildcard bpf/*.bpf.c)))
 
 SYMBOLIZER_OBJS := $(SYMBOLIZER_SRCS:%.c=$(BUILD)/%.o)
-PROTOS := profile push
+PROTOS := profile push parca otlp_profiles
 PROTO_HDRS := $(PROTOS:%=$(BUILD)/agent/%.pb-c.h)
 AGENT_LIB_OBJS := $(AGENT_LIB_SRCS:%.c=$(BUILD)/%.o) $(PROTOS:%=$(BUILD)/agent/%.pb-c.o) \
 		  $(BUILD)/agent/report/assets.o
@@ -205,13 +205,15 @@ DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils pe
 		 clang-format binutils procps util-linux file \
 		 debhelper dpkg-dev lintian systemd libcap2-bin nodejs strace man-db g++ rustc \
 		 debuginfod elfutils lld python3-flask chromium \
+		 python3-grpcio python3-grpc-tools python3-protobuf \
 		 qemu-system-x86 busybox-static cpio
 DEB_PKGS := $(DEB_BUILD_PKGS) $(DEB_TEST_PKGS)
 
 # Installs only what is missing; runs apt-get update only then. npm comes with nodejs from
 # some sources and as its own package from Debian: asked for only when the command is missing.
 deps: deps-apt tests/k8s/node_modules/.package-lock.json $(REPORT_NPM)/.package-lock.json \
-      tests/browser/node_modules/.package-lock.json
+      tests/browser/node_modules/.package-lock.json \
+      tests/pyroscope-nodejs/node_modules/.package-lock.json
 
 deps-apt:
 	@missing=$$(for p in $(DEB_PKGS); do \
@@ -241,6 +243,14 @@ $(REPORT_NPM)/.package-lock.json: $(REPORT_WEB)/package-lock.json | deps-apt
 tests/browser/node_modules/.package-lock.json: tests/browser/package-lock.json | deps-apt
 	$(call msg,NPM,tests/browser)
 	$(Q)npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error >/dev/null
+
+# Grafana's Pyroscope Node.js SDK, which the test receiver must take as the server does
+# (tests/integration/test_pyroscope_sdk.py); its native part (@datadog/pprof) ships prebuilt
+# for linux-x64/arm64 glibc and musl, so nothing is compiled. It needs Node.js >= 20.20.2.
+tests/pyroscope-nodejs/node_modules/.package-lock.json: tests/pyroscope-nodejs/package-lock.json \
+							| deps-apt
+	$(call msg,NPM,tests/pyroscope-nodejs)
+	$(Q)npm ci --prefix tests/pyroscope-nodejs --no-audit --no-fund --loglevel=error >/dev/null
 
 RUN_ARGS ?= --duration 30 --interval 10 --top 15
 RUN_DIR ?= ignis-profiles

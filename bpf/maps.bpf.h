@@ -162,6 +162,16 @@ struct progs_map {
  * found announced and unchanged, so that consecutive samples of one process skip the procs
  * lookup.
  */
+/* A file mapping this CPU announced (announce_mapping()). */
+struct mapping_sent {
+	__u64 start_time;
+	__u64 start;
+	__u32 tgid;
+	__u32 exec_id;
+};
+
+#define MAPPINGS_SENT 8 /* a power of 2 */
+
 struct cpu_state {
 	struct ignis_stack stack;
 	struct uw_state uw;
@@ -170,6 +180,9 @@ struct cpu_state {
 	__u32 last_tgid;
 	__u32 last_exec_id;
 	__u64 py_serials; /* serials this CPU handed out (bpf/python.bpf.h) */
+	struct mapping_sent sent[MAPPINGS_SENT]; /* the last mappings it announced */
+	__u32 sent_next;
+	__u32 pad;
 };
 
 /* cpu_states entries: one per kind of walk, since a CPU sample (the perf event's interrupt,
@@ -321,6 +334,132 @@ static __always_inline const struct ignis_unwind_row *lookup_row(__u32 idx)
 static __always_inline long read_user(void *dst, __u32 size, __u64 addr)
 {
 	return bpf_probe_read_user(dst, size, (const void *)addr);
+}
+
+/* The file mapping that holds pc, into uw's m_* (bpf/unwind.bpf.c; only the unwinder program
+ * built with lookups by file calls it). */
+int unwind_find_file(__u32 slot, __u64 pc);
+
+static __always_inline int lookup_file(struct uw_state *uw, __u64 pc)
+{
+	return unwind_find_file(uw->py.slot, pc);
+}
+
+/*
+ * Tell the agent about a file mapping of a process image not published yet (struct
+ * ignis_mapping_event), unless this CPU told it lately: the samples of a short process come
+ * on one CPU, one after the other. A duplicate from another CPU costs the agent a lookup.
+ */
+static __always_inline void announce_mapping(__u32 g, struct cpu_state *cs,
+					     const struct ignis_sample_key *key, __u32 dev,
+					     __u64 ino, __u64 start, __u64 end, __u64 offset)
+{
+	struct ignis_mapping_event *ev;
+	struct mapping_sent *sent;
+	__u32 i;
+
+	for (i = 0; i < MAPPINGS_SENT; i++) {
+		sent = &cs->sent[i];
+		if (sent->start == start && sent->tgid == key->tgid &&
+		    sent->start_time == key->start_time && sent->exec_id == key->exec_id)
+			return;
+	}
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		stat_inc(g, STAT_EVENTS_LOST);
+		return;
+	}
+	ev->type = PROC_EVENT_MAPPING;
+	ev->tgid = key->tgid;
+	ev->start_time = key->start_time;
+	ev->exec_id = key->exec_id;
+	ev->dev = dev;
+	ev->ino = ino;
+	ev->start = start;
+	ev->end = end;
+	ev->offset = offset;
+	bpf_ringbuf_submit(ev, 0);
+	stat_inc(g, STAT_MAPPING_EVENTS);
+	i = cs->sent_next++ & (MAPPINGS_SENT - 1);
+	sent = &cs->sent[i];
+	sent->start = start;
+	sent->tgid = key->tgid;
+	sent->start_time = key->start_time;
+	sent->exec_id = key->exec_id;
+}
+
+/* An inode's size and modification time, as struct ignis_unwind_exe keeps them. */
+struct file_stamp {
+	__u64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 ok; /* 0: this kernel's inode has no modification time CO-RE found */
+};
+
+/* struct inode's modification time before 6.7, 6.7-6.10, and from 6.11. */
+struct inode___mtime_ts {
+	struct timespec64 i_mtime;
+} __attribute__((preserve_access_index));
+
+struct inode___mtime_hidden {
+	struct timespec64 __i_mtime;
+} __attribute__((preserve_access_index));
+
+struct inode___mtime_split {
+	time64_t i_mtime_sec;
+	u32 i_mtime_nsec;
+} __attribute__((preserve_access_index));
+
+static __always_inline void read_stamp(struct inode *inode, struct file_stamp *st)
+{
+	st->size = BPF_CORE_READ(inode, i_size);
+	st->ok = 1;
+	if (bpf_core_field_exists(struct inode___mtime_split, i_mtime_sec)) {
+		struct inode___mtime_split *i = (void *)inode;
+
+		st->mtime_sec = BPF_CORE_READ(i, i_mtime_sec);
+		st->mtime_nsec = BPF_CORE_READ(i, i_mtime_nsec);
+	} else if (bpf_core_field_exists(struct inode___mtime_hidden, __i_mtime)) {
+		struct inode___mtime_hidden *i = (void *)inode;
+
+		st->mtime_sec = BPF_CORE_READ(i, __i_mtime.tv_sec);
+		st->mtime_nsec = (__u32)BPF_CORE_READ(i, __i_mtime.tv_nsec);
+	} else if (bpf_core_field_exists(struct inode___mtime_ts, i_mtime)) {
+		struct inode___mtime_ts *i = (void *)inode;
+
+		st->mtime_sec = BPF_CORE_READ(i, i_mtime.tv_sec);
+		st->mtime_nsec = (__u32)BPF_CORE_READ(i, i_mtime.tv_nsec);
+	} else {
+		st->ok = 0;
+	}
+}
+
+/*
+ * Whether a table found by its file's inode applies (struct ignis_unwind_exe): the build ID
+ * at addr in the process's memory is the table's, or, where that page is not present (a
+ * read fault, not other bytes), the inode's stamp is the one the agent saw.
+ */
+static __always_inline bool same_file(__u64 addr, const struct ignis_unwind_exe *e,
+				      const struct file_stamp *st)
+{
+	__u32 len = e->build_id_len, i;
+	__u8 mem[20];
+
+	if (!len || len > sizeof(mem))
+		return false;
+	/* The verifier bounds the size by the register passed, which clang may not be the one
+	 * it checked: the barrier keeps a mask the verifier sees. */
+	barrier_var(len);
+	len &= 31;
+	if (len > sizeof(mem))
+		return false;
+	if (bpf_probe_read_user(mem, len, (const void *)addr))
+		return st->ok && e->size && st->size == e->size && st->mtime_sec == e->mtime_sec &&
+		       st->mtime_nsec == e->mtime_nsec;
+	for (i = 0; i < sizeof(mem); i++)
+		if (i < len && mem[i] != e->build_id[i])
+			return false;
+	return true;
 }
 
 /* The Python walker's world (bpf/python.bpf.h). */

@@ -189,8 +189,9 @@ _Static_assert(sizeof(struct ignis_proc_state) == 32, "ignis_proc_state size");
 #define PROC_EVENT_EXEC 3 /* execve() replaced the image */
 #define PROC_EVENT_EXIT 4 /* the last thread exited */
 #define PROC_EVENT_PY_CODE \
-	5 /* a Python code object met for the first time: struct
+	5		     /* a Python code object met for the first time: struct
 			     * ignis_py_code_event, not ignis_proc_event */
+#define PROC_EVENT_MAPPING 6 /* a file mapping the unwinder found: struct ignis_mapping_event */
 #endif
 
 /* Ring-buffer record for process tracking (DESIGN.md requirement 4). */
@@ -205,6 +206,27 @@ struct ignis_proc_event {
 	char comm[IGNIS_COMM_LEN]; /* the group leader's comm */
 };
 _Static_assert(sizeof(struct ignis_proc_event) == 48, "ignis_proc_event size");
+
+/*
+ * A file-backed executable mapping of a process image that the unwinder met before the
+ * process was published (its executable's text from mm->start_code, a library's VMA from
+ * bpf_find_vma()), sent once per CPU and mapping: what the agent needs to name its frames
+ * when the process is gone before /proc/PID/maps could be read. Runtime address a in
+ * [start, end) is at file offset a - start + offset of the file (dev, ino); dev and ino 0:
+ * the vDSO's code (no file; the agent has the kernel's image of it).
+ */
+struct ignis_mapping_event {
+	__u32 type; /* PROC_EVENT_MAPPING */
+	__u32 tgid;
+	__u64 start_time; /* as sample_key.start_time */
+	__u32 exec_id;	  /* as sample_key.exec_id */
+	__u32 dev;	  /* the file's device (the kernel's encoding: major << 20 | minor) */
+	__u64 ino;	  /* the file's inode */
+	__u64 start;	  /* first runtime address */
+	__u64 end;	  /* one past the last */
+	__u64 offset;	  /* file offset of start */
+};
+_Static_assert(sizeof(struct ignis_mapping_event) == 56, "ignis_mapping_event size");
 
 /*
  * A code object the Python walker met for the first time (in this process image, at this
@@ -337,8 +359,12 @@ _Static_assert(sizeof(struct ignis_py_code_key) == 32, "ignis_py_code_key size")
  *                        mappings, one extent per process, sorted by start, not overlapping
  *   unwind_procs  HASH   tgid -> struct ignis_unwind_proc      where a process's extent is
  *   unwind_exes   HASH   struct ignis_unwind_exe_key -> struct ignis_unwind_exe
- *                        main executables with a table: for a process not published yet
- *   progs         PROG_ARRAY [IGNIS_PROG_UNWIND] the unwinder, which tail-calls itself
+ *                        files with a table (executables, libraries): for a process not
+ *                        published yet
+ *   progs         PROG_ARRAY [IGNIS_PROG_UNWIND] the unwinder, which tail-calls itself:
+ *                        ignis_unwind_files where the kernel has bpf_find_vma() (5.17),
+ *                        ignis_unwind before (offcpu_progs: ignis_offcpu_unwind_files or
+ *                        ignis_offcpu_unwind)
  *
  * For a pc of process tgid: unwind_procs gives the extent of its mappings; a binary search
  * finds the mapping whose [start, end) holds pc; rel = pc - mapping.base is the offset in
@@ -418,15 +444,20 @@ struct ignis_unwind_proc {
 _Static_assert(sizeof(struct ignis_unwind_proc) == 32, "ignis_unwind_proc size");
 
 /*
- * A main executable whose table is in unwind_rows, found by the file mm->exe_file refers
- * to. A process's first samples come before its entry in unwind_procs (the first one is
- * what announces it); when an earlier process ran the same file, the unwinder unwinds the
- * executable's own frames with its table and the rest with frame pointers. The load bias
- * is mm->start_code - text_vaddr; the table applies only if the build ID in the process's
- * memory at its place is the table's, so a reused inode or a file rewritten in place never
- * gets another file's table. The agent deletes an entry before its rows are freed; the
- * unwinder copies an entry and checks the copy's key, since a deleted element of a hash map
- * may be reused at once for another key.
+ * A file whose table is in unwind_rows (unwind_exes: every file with a table that a process
+ * ran or mapped, executables and libraries), found by its inode and device. A process's
+ * first samples come before its entry in unwind_procs (the first one is what announces it):
+ * the unwinder then finds the executable's table by the file mm->exe_file refers to (load
+ * bias mm->start_code - text_vaddr) and, where the kernel has bpf_find_vma() (5.17), a
+ * library's by the file of the VMA that holds the pc (the executable segment's runtime
+ * start is vm_start - vm_pgoff * 4096 + text_offset); the rest is walked with frame
+ * pointers. A table applies only if the build ID in the process's memory at its place (load
+ * bias + build_id_vaddr) is the table's, so a reused inode or a file rewritten in place
+ * never gets another file's table; or, when that page is not present yet (a sample in the
+ * dynamic loader's start-up), if the inode's size and modification time are the file's the
+ * agent holds open (so its inode number cannot have been reused). The agent deletes an entry before its rows are freed;
+ * the unwinder copies an entry and checks the copy's key, since a deleted element of a hash
+ * map may be reused at once for another key.
  */
 struct ignis_unwind_exe_key {
 	__u64 ino;
@@ -438,14 +469,25 @@ _Static_assert(sizeof(struct ignis_unwind_exe_key) == 16, "ignis_unwind_exe_key 
 struct ignis_unwind_exe {
 	struct ignis_unwind_exe_key key; /* its own key: a reused element is noticed */
 	__u64 text_vaddr;		 /* lowest ELF address of its executable segments */
+	__u64 text_offset;		 /* file offset of that segment */
+	__u64 text_size;		 /* its bytes in the file: a library's pc is looked up */
+					 /* only there */
 	__u64 base;			 /* ELF address of the table's pc 0 */
 	__u64 build_id_vaddr;		 /* ELF address of its build ID bytes */
 	__u32 row_start;
 	__u32 nr_rows;
 	__u8 build_id[20]; /* the first build_id_len bytes are compared */
 	__u32 build_id_len;
+	/* The file as the agent found it (fstat of the file it holds open, which pins the
+	 * inode): its size and modification time. Where the build ID's page is not in the
+	 * process's memory yet (the dynamic loader runs before it touches it), these must be
+	 * the inode's for the table to apply: a file rewritten in place changed them. */
+	__u64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 pad;
 };
-_Static_assert(sizeof(struct ignis_unwind_exe) == 72, "ignis_unwind_exe size");
+_Static_assert(sizeof(struct ignis_unwind_exe) == 112, "ignis_unwind_exe size");
 
 #ifndef IGNIS_MAX_UNWIND_MAPS
 #define IGNIS_MAX_UNWIND_MAPS 1024 /* mappings per process the unwinder searches (2^10) */

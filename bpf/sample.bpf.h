@@ -183,54 +183,52 @@ static __always_inline int task_user_regs(struct uw_state *uw)
 /*
  * A process not published yet: its main executable's table, if unwind_exes has the file
  * and the build ID mapped where that table expects it matches. Sets uw's mapping cache to
- * the executable's code, with no other mapping (frame pointers there). Returns 0 or -1.
+ * the executable's code, with no other mapping (frame pointers there, or lookups by file),
+ * and tells the agent the file of that code (announce_mapping()). Returns 0, -1, or -2 when
+ * the process image has no code yet (execve() is loading it: mm->start_code is set last, and
+ * the registers are still the old image's).
  */
-static __always_inline int start_exe_only(struct uw_state *uw)
+static __always_inline int start_exe_only(__u32 g, struct cpu_state *cs,
+					  const struct ignis_sample_key *key)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct uw_state *uw = &cs->uw;
 	struct ignis_unwind_exe_key k = {};
-	struct ignis_unwind_exe *e;
-	__u64 start, end, bias, text_vaddr, base, id_vaddr;
-	__u32 i, len, row_start, nr_rows;
-	__u8 id[20], mem[20];
+	struct ignis_unwind_exe *e, c;
+	struct file_stamp stamp;
+	__u64 start, end, bias;
+	struct inode *inode;
 
-	k.ino = BPF_CORE_READ(task, mm, exe_file, f_inode, i_ino);
-	k.dev = BPF_CORE_READ(task, mm, exe_file, f_inode, i_sb, s_dev);
+	inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
+	k.ino = BPF_CORE_READ(inode, i_ino);
+	k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	e = bpf_map_lookup_elem(&unwind_exes, &k);
 	if (!e)
 		return -1;
 	/* Copy, then check that the copy is still this key's (see struct ignis_unwind_exe). */
-	text_vaddr = e->text_vaddr;
-	base = e->base;
-	id_vaddr = e->build_id_vaddr;
-	row_start = e->row_start;
-	nr_rows = e->nr_rows;
-	len = e->build_id_len;
-	__builtin_memcpy(id, e->build_id, sizeof(id));
+	__builtin_memcpy(&c, e, sizeof(c));
 	barrier();
-	if (e->key.ino != k.ino || e->key.dev != k.dev)
+	if (c.key.ino != k.ino || c.key.dev != k.dev)
 		return -1;
 	start = BPF_CORE_READ(task, mm, start_code);
 	end = BPF_CORE_READ(task, mm, end_code);
-	bias = start - text_vaddr;
-	if (!len || len > sizeof(mem) || end <= start)
+	bias = start - c.text_vaddr;
+	if (!start && !end)
+		return -2;
+	if (end <= start)
 		return -1;
-	/* The verifier bounds the size by the register passed, which clang may not be the one
-	 * it checked: the barrier keeps a mask the verifier sees. */
-	barrier_var(len);
-	len &= 31;
-	if (len > sizeof(mem) || bpf_probe_read_user(mem, len, (void *)(bias + id_vaddr)))
+	read_stamp(inode, &stamp);
+	if (!same_file(bias + c.build_id_vaddr, &c, &stamp))
 		return -1;
-	for (i = 0; i < sizeof(id); i++)
-		if (i < len && mem[i] != id[i])
-			return -1;
 	uw->m_start = start;
 	uw->m_end = end;
-	uw->m_base = bias + base;
-	uw->m_row_start = row_start;
-	uw->m_nr_rows = nr_rows;
+	uw->m_base = bias + c.base;
+	uw->m_row_start = c.row_start;
+	uw->m_nr_rows = c.nr_rows;
 	uw->map_start = 0;
 	uw->nr_maps = 0;
+	/* start_code is text_vaddr's runtime address (load_elf_binary()). */
+	announce_mapping(g, cs, key, k.dev, k.ino, start, end, c.text_offset);
 	return 0;
 }
 
@@ -265,8 +263,9 @@ static __always_inline void start_python(struct uw_python *py, const struct igni
  * Start the table unwinder for this sample when its process has tables (or, before it is
  * published, its executable has), with the user registers already in cs->uw (regs_err: they
  * could not be read; unwind_begin() keeps them): it records the sample itself, tail-calling prog_array's unwinder
- * with ctx, and never returns. 0: walk with frame pointers instead. offcpu_ns: 0 for a CPU
- * sample, else the off-CPU sample's weight.
+ * with ctx, and never returns. 0: walk with frame pointers instead; 1: record the sample
+ * without a user stack (its registers are not this image's). offcpu_ns: 0 for a CPU sample,
+ * else the off-CPU sample's weight.
  */
 static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot, __u32 g,
 					struct cpu_state *cs, const struct ignis_sample_key *key,
@@ -275,6 +274,7 @@ static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot,
 	struct uw_state *uw = &cs->uw;
 	struct ignis_unwind_proc *p;
 	__u32 tgid = key->tgid;
+	int err;
 
 	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (p) {
@@ -288,8 +288,14 @@ static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot,
 		    p->exec_id != key->exec_id)
 			p = NULL;
 	}
+	uw->by_file = !p;
 	if (!p) {
-		if (start_exe_only(uw)) {
+		err = start_exe_only(g, cs, key);
+		if (err == -2) {
+			stat_inc(g, STAT_UNWIND_UNMAPPED);
+			return 1;
+		}
+		if (err) {
 			stat_inc(g, STAT_UNWIND_NO_TABLES);
 			return 0;
 		}

@@ -90,10 +90,11 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 			stat_inc(g, STAT_KSTACK_ERR);
 		}
 		if (cfg.user_stacks && !ti.kthread) {
-			if (cfg.unwind_tables && start_unwind(ctx, &progs, CPU_STATE_SAMPLE, g, cs,
-							      &key, user_regs(ctx, &cs->uw), 0))
-				return 0;
-			if (walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK,
+			/* Back here from start_unwind(): frame pointers, or no user stack. */
+			if ((!cfg.unwind_tables ||
+			     !start_unwind(ctx, &progs, CPU_STATE_SAMPLE, g, cs, &key,
+					   user_regs(ctx, &cs->uw), 0)) &&
+			    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK,
 				       &key.user_stack)) {
 				key.flags |= SAMPLE_F_USTACK_ERR;
 				stat_inc(g, STAT_USTACK_ERR);

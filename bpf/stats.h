@@ -82,6 +82,26 @@
 	  "Samples of processes whose tables were not published yet, unwound with their "               \
 	  "executable's table (from an earlier process of the same file), frame pointers "              \
 	  "elsewhere.")                                                                                 \
+	X(UNWIND_FILE_TABLE, "ignis_unwind_file_lookups_total", "result=\"table\"",                     \
+	  "unwind_file_table",                                                                          \
+	  "Frames of processes not published yet whose mapping was looked up by address in BPF "        \
+	  "(bpf_find_vma, 5.17), by result: its file's table applied (table), a file or "               \
+	  "anonymous memory without one (no_table), its build ID in memory not the table's "            \
+	  "(build_id), the lookup refused (busy: one per interrupt, or the mm being changed).")         \
+	X(UNWIND_FILE_NONE, "ignis_unwind_file_lookups_total", "result=\"no_table\"",                   \
+	  "unwind_file_none", "")                                                                       \
+	X(UNWIND_FILE_BUILD_ID, "ignis_unwind_file_lookups_total", "result=\"build_id\"",               \
+	  "unwind_file_build_id", "")                                                                   \
+	X(UNWIND_FILE_BUSY, "ignis_unwind_file_lookups_total", "result=\"busy\"",                       \
+	  "unwind_file_busy", "")                                                                       \
+	X(UNWIND_UNMAPPED, "ignis_unwind_unmapped_total", "", "unwind_unmapped",                        \
+	  "User stacks left out of samples inside execve(), whose registers are still the old "         \
+	  "image's: its code is not loaded yet (mm->start_code 0), or its pc is in no mapping "         \
+	  "(bpf_find_vma, 5.17).")                                                                      \
+	X(MAPPING_EVENTS, "ignis_mapping_events_total", "", "mapping_events",                           \
+	  "File mappings of processes not published yet sent to the agent (the files to name their "    \
+	  "frames by when the process is gone before its mappings are read); lost ones count as "       \
+	  "lost process events.")                                                                       \
 	/* Off-CPU time (bpf/offcpu.bpf.c); the _NS rows count nanoseconds (a "_seconds" family:   \
 	 * /metrics shows seconds). */    \
 	X(OFFCPU_SWITCHES, "ignis_offcpu_switches_total", "", "offcpu_switches",                        \

@@ -9,12 +9,15 @@
  * This header compiles for BPF and natively, so that a unit test runs the very code the
  * kernel runs over a recorded stack and registers (tests/unit/test_unwind_step.c), as the
  * OpenTelemetry profiler tests its BPF C with TESTING_COREDUMP. Everything that touches the
- * world goes through four functions the includer defines:
+ * world goes through five functions the includer defines:
  *
  *   lookup_mapping(idx)          unwind_maps[idx], or NULL
  *   lookup_row(idx)              unwind_rows[idx], or NULL
  *   read_user(dst, size, addr)   bpf_probe_read_user(): 0, or a negative errno with dst zeroed
  *   stat_inc(g, stat)            count a failure in generation g's counters
+ *   lookup_file(uw, pc)          the mapping that holds pc found by its file (bpf_find_vma()
+ *                                and unwind_exes), into uw's m_*: 0, -1 (not found), or -3
+ *                                (the process has no mapping there at all)
  *
  * The BPF build defines them over the maps in bpf/maps.bpf.h; the unit test over arrays and a
  * byte buffer. Like bpf/profiler.h, this header includes nothing: the includer provides the
@@ -65,6 +68,13 @@ struct uw_state {
 	__u64 m_start, m_end; /* m_end 0: none */
 	__u64 m_base;
 	__u32 m_row_start, m_nr_rows;
+	/* The one before it: a stack goes from the program into libc and back to its _start. */
+	__u64 m2_start, m2_end;
+	__u64 m2_base;
+	__u32 m2_row_start, m2_nr_rows;
+	__u32 by_file;	  /* the process is not published: a pc in no mapping of its own is */
+			  /* looked up by its file (lookup_file) */
+	__u32 file_tries; /* lookups by file this walk */
 	struct ignis_sample_key key;
 	struct uw_python py;
 };
@@ -75,6 +85,7 @@ enum step_result {
 	STEP_COMPLETE,	/* the outermost frame: the stack is whole */
 	STEP_END,	/* a frame-pointer chain ends (rbp 0): judged by its root later */
 	STEP_TRUNCATED, /* stopped early; the reason is counted */
+	STEP_UNMAPPED,	/* the sampled pc is in no mapping of the process: no user stack */
 };
 
 /* The world, as the includer defines it (see the top of this file). */
@@ -82,6 +93,12 @@ static __always_inline const struct ignis_unwind_mapping *lookup_mapping(__u32 i
 static __always_inline const struct ignis_unwind_row *lookup_row(__u32 idx);
 static __always_inline long read_user(void *dst, __u32 size, __u64 addr);
 static __always_inline void stat_inc(__u32 g, enum ignis_stat stat);
+static __always_inline int lookup_file(struct uw_state *uw, __u64 pc);
+
+/* Lookups by file per walk: in an interrupt the kernel grants bpf_find_vma() once (its lock
+ * is released by an irq_work, which the next call finds busy), so a second one is counted
+ * busy and costs little; the off-CPU walk, in a system call, may take more. */
+#define UNWIND_FILE_TRIES 4
 
 /* The mapping of unwind_maps[start, start + n) whose [start, end) holds pc: its index, or -1. */
 static __always_inline int find_mapping(__u32 start, __u32 n, __u64 pc)
@@ -189,14 +206,86 @@ static __always_inline int step_frame_pointer(struct uw_state *uw, bool no_table
 	return uw->pc ? STEP_CONTINUE : STEP_END;
 }
 
+/* The cached mapping becomes the second one (see struct uw_state). */
+static __always_inline void keep_mapping(struct uw_state *uw)
+{
+	uw->m2_start = uw->m_start;
+	uw->m2_end = uw->m_end;
+	uw->m2_base = uw->m_base;
+	uw->m2_row_start = uw->m_row_start;
+	uw->m2_nr_rows = uw->m_nr_rows;
+}
+
+/* The two cached mappings change places. */
+static __always_inline void swap_mappings(struct uw_state *uw)
+{
+	__u64 start = uw->m_start, end = uw->m_end, base = uw->m_base;
+	__u32 row_start = uw->m_row_start, nr_rows = uw->m_nr_rows;
+
+	uw->m_start = uw->m2_start;
+	uw->m_end = uw->m2_end;
+	uw->m_base = uw->m2_base;
+	uw->m_row_start = uw->m2_row_start;
+	uw->m_nr_rows = uw->m2_nr_rows;
+	uw->m2_start = start;
+	uw->m2_end = end;
+	uw->m2_base = base;
+	uw->m2_row_start = row_start;
+	uw->m2_nr_rows = nr_rows;
+}
+
+/*
+ * Make uw's mapping the one that holds pc: one of the two cached, else the process's
+ * published mapping, else (by_file: this program may look up files, and the process is not
+ * published) the one lookup_file() finds. Returns 0; -1 when pc is in none (counted by the
+ * caller: a frame-pointer step); -2 when the published mappings changed under the walk
+ * (counted here: the walk stops); -3 when the process has no mapping at pc at all.
+ */
+static __always_inline int find_pc_mapping(struct uw_state *uw, __u64 pc, bool by_file)
+{
+	const struct ignis_unwind_mapping *m;
+	__u32 idx;
+	int mi;
+
+	if (pc >= uw->m_start && pc < uw->m_end)
+		return 0;
+	if (pc >= uw->m2_start && pc < uw->m2_end) {
+		swap_mappings(uw);
+		return 0;
+	}
+	mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
+	if (mi < 0) {
+		if (!by_file || !uw->by_file || uw->file_tries >= UNWIND_FILE_TRIES)
+			return -1;
+		uw->file_tries++;
+		keep_mapping(uw);
+		return lookup_file(uw, pc);
+	}
+	idx = (__u32)mi;
+	m = lookup_mapping(idx);
+	if (!m)
+		return -2;
+	if (m->tgid != uw->tgid || m->version != uw->version || m->exec_id != uw->key.exec_id) {
+		stat_inc(uw->gen, STAT_UNWIND_STALE);
+		return -2;
+	}
+	keep_mapping(uw);
+	uw->m_start = m->start;
+	uw->m_end = m->end;
+	uw->m_base = m->base;
+	uw->m_row_start = m->row_start;
+	uw->m_nr_rows = m->nr_rows;
+	return 0;
+}
+
 /*
  * Unwind one frame: from (pc, sp, bp) to the caller's. first: pc is the sampled
  * instruction; otherwise a return address, looked up at pc - 1 (the call), since a call
- * that never returns may be the last instruction of its function.
+ * that never returns may be the last instruction of its function. by_file: this program
+ * may look up a pc's file (see find_pc_mapping()).
  */
-static __always_inline int step(struct uw_state *uw, bool first)
+static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 {
-	const struct ignis_unwind_mapping *m;
 	const struct ignis_unwind_row *row;
 	__u64 pc = first || uw->exact ? uw->pc : uw->pc - 1, cfa, rel, ra;
 	__u64 sigregs[7]; /* rbp .. rip of the signal frame's struct sigcontext */
@@ -204,26 +293,18 @@ static __always_inline int step(struct uw_state *uw, bool first)
 	__s64 off;
 	int mi, ri;
 
-	if (pc < uw->m_start || pc >= uw->m_end) {
-		mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
-		if (mi < 0) {
-			stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
-			return step_frame_pointer(uw, true);
-		}
-		idx = (__u32)mi;
-		m = lookup_mapping(idx);
-		if (!m)
-			return STEP_TRUNCATED;
-		if (m->tgid != uw->tgid || m->version != uw->version ||
-		    m->exec_id != uw->key.exec_id) {
-			stat_inc(uw->gen, STAT_UNWIND_STALE);
-			return STEP_TRUNCATED;
-		}
-		uw->m_start = m->start;
-		uw->m_end = m->end;
-		uw->m_base = m->base;
-		uw->m_row_start = m->row_start;
-		uw->m_nr_rows = m->nr_rows;
+	mi = find_pc_mapping(uw, pc, by_file);
+	if (mi == -2)
+		return STEP_TRUNCATED;
+	if (mi == -3 && first) {
+		/* The registers are not this process image's: a sample inside execve(), past
+		 * the point where the old image's mappings went (its pc is the old image's). */
+		stat_inc(uw->gen, STAT_UNWIND_UNMAPPED);
+		return STEP_UNMAPPED;
+	}
+	if (mi < 0) {
+		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
+		return step_frame_pointer(uw, true);
 	}
 	if (!uw->m_nr_rows) {
 		stat_inc(uw->gen, STAT_UNWIND_FP_FRAMES);
@@ -313,6 +394,8 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
 	uw->leaf = 1;
 	uw->pending = 1;
 	uw->python = 0;
+	uw->m2_start = uw->m2_end = 0;
+	uw->file_tries = 0;
 	uw->py.started = 0;
 	uw->py.frame = 0;
 	uw->py.total = 0;
@@ -327,9 +410,11 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
  * its pc marked IGNIS_USER_IP_EXACT or IGNIS_USER_IP_FP as uw says, or, in the place of a
  * frame of the Python eval loop, the Python frames it runs (bpf/python.bpf.h). Returns
  * STEP_CONTINUE when a frame remains (the program tail-calls itself for it), or how the walk
- * ended.
+ * ended. by_file: pcs of a process not published yet may be looked up by their file
+ * (lookup_file(); a constant, so that the program without it holds no call to it).
  */
-static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack *stack)
+static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack *stack,
+					 bool by_file)
 {
 	__u32 i, len, slot;
 	__u64 pc;
@@ -356,13 +441,17 @@ static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack
 			/* No Python frame for this eval frame: it stays as it is. */
 		} else {
 			if (!uw->pending) {
-				r = step(uw, uw->leaf);
+				r = step(uw, uw->leaf, by_file);
 				uw->leaf = 0;
 				if (r == STEP_TRUNCATED && uw->py.on &&
 				    (uw->py.frame || !uw->py.started)) {
 					uw->py.drain = 1;
 					r = STEP_CONTINUE;
 					continue;
+				}
+				if (r == STEP_UNMAPPED) {
+					stack->len = 0;
+					return STEP_END;
 				}
 				if (r != STEP_CONTINUE)
 					break;

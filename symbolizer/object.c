@@ -405,6 +405,38 @@ int sym_object__exe_layout(const struct sym_object *o, uint64_t *text_vaddr,
 	return 0;
 }
 
+int sym_object__text_segment(const struct sym_object *o, uint64_t *offset, uint64_t *vaddr,
+			     uint64_t *filesz)
+{
+	const struct sym_load *text = NULL;
+	size_t i;
+
+	for (i = 0; i < o->nr_loads; i++)
+		if (o->loads[i].exec && (!text || o->loads[i].vaddr < text->vaddr))
+			text = &o->loads[i];
+	if (!text)
+		return -ENOENT;
+	*offset = text->offset;
+	*vaddr = text->vaddr;
+	*filesz = text->filesz;
+	return 0;
+}
+
+int sym_object__file_stamp(const struct sym_object *o, uint64_t *size, int64_t *mtime_sec,
+			   uint32_t *mtime_nsec)
+{
+	struct stat st;
+
+	if (o->fd < 0)
+		return -ENOENT;
+	if (fstat(o->fd, &st))
+		return -errno;
+	*size = (uint64_t)st.st_size;
+	*mtime_sec = (int64_t)st.st_mtim.tv_sec;
+	*mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	return 0;
+}
+
 int sym_object__vaddr(const struct sym_object *o, uint64_t file_offset, uint64_t *vaddr)
 {
 	size_t i;

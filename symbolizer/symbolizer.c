@@ -193,6 +193,22 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 	}
 	t = symtab__build(elf, extra, &o->key);
 	err = t ? 0 : -errno;
+	/* A Go binary without DWARF (-ldflags=-w, or '-s -w' without .symtab too) still has its
+	 * pclntab, with lines and inlined calls that a .symtab lacks. */
+	if (t && fd == o->fd && !o->has_dwarf) {
+		t->go = sym_gopcln__open(elf);
+		if (t->go) {
+			t->bytes += sym_gopcln__bytes(t->go);
+			sym_log(s, SYM_LOG_DEBUG, "%s: Go pclntab (Go %s), %u functions%s", o->name,
+				sym_gopcln__version(t->go) == 118 ? "1.18-1.19" : "1.20+",
+				sym_gopcln__count(t->go),
+				sym_gopcln__has_inline(t->go) ? " with inline trees" : "");
+		} else if (errno != ENOENT) {
+			sym_log(s, SYM_LOG_INFO, "%s: Go pclntab not read: %s", o->name,
+				errno == ENOTSUP ? "a layout before Go 1.18 or a 32-bit target" :
+						   strerror(errno));
+		}
+	}
 	if (extra)
 		elf_end(extra);
 	free(mini);
@@ -398,6 +414,13 @@ int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t v
 	}
 	if (t->dwarf) {
 		n = cached_dwarf_frames(s, t, vaddr, frames, max);
+		if (n > 0) {
+			s->stats.hits++;
+			return n;
+		}
+	}
+	if (t->go) {
+		n = sym_gopcln__lookup(t->go, vaddr, frames, max);
 		if (n > 0) {
 			s->stats.hits++;
 			return n;

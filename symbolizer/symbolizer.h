@@ -150,6 +150,20 @@ int sym_object__exe_layout(const struct sym_object *o, uint64_t *text_vaddr,
 			   uint64_t *build_id_vaddr) SYM_WARN_UNUSED;
 
 /*
+ * The executable segment at the lowest ELF address (the one sym_object__exe_layout() names):
+ * its file offset, ELF address and bytes in the file, so that an address in a mapping of the
+ * object can be placed from the mapping's file offset alone. Returns 0, or -ENOENT when the
+ * object has no executable segment.
+ */
+int sym_object__text_segment(const struct sym_object *o, uint64_t *offset, uint64_t *vaddr,
+			     uint64_t *filesz) SYM_WARN_UNUSED;
+
+/* The size and modification time of the file the object holds open (fstat now). Returns 0,
+ * or -ENOENT for an object from memory, or fstat's -errno. */
+int sym_object__file_stamp(const struct sym_object *o, uint64_t *size, int64_t *mtime_sec,
+			   uint32_t *mtime_nsec) SYM_WARN_UNUSED;
+
+/*
  * Separate debug files. An object without DWARF (stripped, or built without -g) needs one:
  * the caller looks
  * for it (by build ID under a debug root's .build-id/xx/rest.debug, or by the debuglink name
@@ -286,11 +300,15 @@ struct sym_unwind_table {
 	uint32_t fdes;	     /* FDEs read */
 	uint32_t fde_errors; /* FDEs (or their tails) that could not be evaluated: no rule */
 	bool debug_frame;    /* from .debug_frame (the object has no .eh_frame) */
+	bool gopclntab;	     /* from Go's pcsp tables (a Go binary without .eh_frame);
+			      * fdes and fde_errors then count functions */
 };
 
 /*
  * Build the unwind table of the ELF file behind fd (borrowed; read with pread), or of the
- * in-memory image when image is not NULL. On success *t owns its rows: release them with
+ * in-memory image when image is not NULL. A Go binary without .eh_frame gets rows from its
+ * pclntab's pcsp tables (Go 1.18 and later): CFA = rsp + the function's sp delta + 8, rbp
+ * at CFA - 16 once its prologue saved it, the outermost frame at goexit/mstart/rt0_go. On success *t owns its rows: release them with
  * sym_unwind_table__fini(). Returns 0, -ENODATA when the object has no CFI, -ENOTSUP when it
  * is not x86_64 (or its .debug_frame is compressed), -EINVAL when it is not ELF or its CFI
  * is unreadable, -E2BIG past the caps on FDEs and rows, or -ENOMEM. CFI that cannot be

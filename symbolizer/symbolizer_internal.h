@@ -52,11 +52,13 @@ struct sym_entry {
 #define SYM_NOT_MANGLED UINT32_MAX
 
 struct sym_dwarf;
+struct sym_gopcln;
 struct addr_cache;
 
 /* A parsed, sorted symbol table, shared by every object with the same key. */
 struct symtab {
 	struct sym_dwarf *dwarf;  /* the object's DWARF, NULL if it has none */
+	struct sym_gopcln *go;	  /* Go's pclntab, when neither symbols nor DWARF name it */
 	struct addr_cache *cache; /* addresses resolved through DWARF */
 	struct symtab_key key;
 	struct sym_entry *syms;
@@ -204,6 +206,44 @@ bool sym_next_section(Elf *elf, Elf_Scn **scn, GElf_Shdr *shdr, const char **nam
  * nothing of the agent and the agent sees only symbolizer.h (STYLE.md section 1);
  * tests/unit/test_ignis.c holds the two to the same behaviour. */
 int sym_grow(void **arr, size_t *cap, size_t want, size_t elem_size);
+
+/* ---- gopclntab.c: Go's pclntab (Go 1.18 and later) ---- */
+
+/*
+ * Find and read the pclntab of a Go binary: by its section .gopclntab or, in a file without
+ * section headers, by its header in a read-only segment confirmed by the runtime's
+ * moduledata. The table and the function data before it (go:func.*, for inline trees) are
+ * copied (sym_gopcln__bytes()). NULL with errno
+ * ENOENT (no table: not Go, or Go stripped of its sections and moduledata not found),
+ * ENOTSUP (a table of Go 1.2-1.17, or of a 32-bit target), EINVAL (malformed), E2BIG,
+ * ENOMEM.
+ */
+struct sym_gopcln *sym_gopcln__open(Elf *elf);
+void sym_gopcln__free(struct sym_gopcln *g);
+/* Memory the table holds, bytes. */
+size_t sym_gopcln__bytes(const struct sym_gopcln *g);
+/* 118 for the Go 1.18-1.19 layout, 120 for Go 1.20 and later. */
+uint32_t sym_gopcln__version(const struct sym_gopcln *g);
+/* Were the inline trees found (moduledata located)? */
+bool sym_gopcln__has_inline(const struct sym_gopcln *g);
+/* Functions in the table. */
+uint32_t sym_gopcln__count(const struct sym_gopcln *g);
+/* Function i: [*entry, *end) in ELF addresses (up to the next function) and its name
+ * (borrowed for g's life). 0 or -EINVAL. */
+int sym_gopcln__func(const struct sym_gopcln *g, uint32_t i, uint64_t *entry, uint64_t *end,
+		     const char **name);
+/* The frames of pc, innermost first (inlined calls, then the function), at most max, with
+ * file and line; strings borrowed for g's life. 0 when no function covers pc. */
+int sym_gopcln__lookup(const struct sym_gopcln *g, uint64_t pc, struct sym_frame *frames, int max);
+/*
+ * Unwind rows from the functions' pcsp tables appended to t (unsorted: the caller compacts):
+ * CFA = rsp + sp delta + 8, rbp saved at CFA - 16 once the prologue stored it; the
+ * outermost frame for TOPFRAME functions (goexit, mstart, rt0_go); unsupported for SPWRITE
+ * ones (they switch stacks). Functions whose table cannot be read get no rules, counted in
+ * *errors. 0, -E2BIG or -ENOMEM.
+ */
+int sym_gopcln__unwind_rows(const struct sym_gopcln *g, Elf *elf, struct sym_unwind_table *t,
+			    uint32_t *errors);
 
 /* ---- cfi.c: call frame information decoded without running it ---- */
 

@@ -85,6 +85,8 @@ static int rank_of(const GElf_Sym *sym, const char *name)
 	int rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 	size_t under = strspn(name, "_");
 
+	if (GELF_ST_TYPE(sym->st_info) == STT_NOTYPE)
+		rank += 3; /* a label, after every function at its address */
 	return rank * 64 + (under > 7 ? 7 : (int)under) * 8;
 }
 
@@ -104,12 +106,28 @@ static int cmp_candidate(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static bool is_function(const GElf_Sym *sym)
+/*
+ * Functions, and the labels assembly code gives its entry points without a type (STT_NOTYPE
+ * with no size, in an executable section: the dynamic loader's _start and _dl_start_user,
+ * the outermost frames of every process's start-up). A label names up to the next symbol;
+ * at one address a function wins over it (rank_of()).
+ */
+static bool is_function(Elf *elf, const GElf_Sym *sym, const char *name)
 {
 	int type = GELF_ST_TYPE(sym->st_info);
+	Elf_Scn *scn;
+	GElf_Shdr shdr;
 
-	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF &&
-	       sym->st_shndx != SHN_ABS && sym->st_value != 0;
+	if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || sym->st_value == 0)
+		return false;
+	if (type == STT_FUNC || type == STT_GNU_IFUNC)
+		return true;
+	if (type != STT_NOTYPE || sym->st_size || sym->st_shndx >= SHN_LORESERVE || !name ||
+	    !*name || name[0] == '.' || name[0] == '$')
+		return false;
+	scn = elf_getscn(elf, sym->st_shndx);
+	/* NOBITS too: a separate debug file keeps the section headers, not the code. */
+	return scn && gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR);
 }
 
 /* Find the symbol table to use: .symtab when it has functions, else .dynsym. */
@@ -163,10 +181,12 @@ static int collect(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, struct candida
 	for (i = 0; i < count; i++) {
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
-		if (!is_function(&sym))
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC &&
+		    GELF_ST_TYPE(sym.st_info) != STT_NOTYPE)
 			continue;
 		name = elf_strptr(elf, shdr->sh_link, sym.st_name);
-		if (!name || !*name)
+		if (!name || !*name || !is_function(elf, &sym, name))
 			continue;
 		if (nr >= SYM_MAX_SYMBOLS)
 			break;
@@ -296,6 +316,7 @@ void symtab__free(struct symtab *t)
 	if (!t)
 		return;
 	sym_dwarf__free(t->dwarf);
+	sym_gopcln__free(t->go);
 	addr_cache__free(t->cache);
 	free(t->syms);
 	free(t->names);

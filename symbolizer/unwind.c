@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unwind tables from call frame information, x86_64.
+ * Unwind tables from call frame information, x86_64; for Go binaries, which have none, from
+ * the pcsp tables of their pclntab (gopclntab.c).
  *
  * The CFI of an object (.eh_frame, Linux Standard Base Core §10.6 "Exception Frames"; or
  * .debug_frame, DWARF 5 §6.4) describes, for every instruction, how to find the caller's
@@ -623,6 +624,100 @@ static struct cfi_image *cfi_image_new(const char *name, const GElf_Shdr *shdr,
 	return h;
 }
 
+/*
+ * The rows of a Go binary from its pclntab (gopclntab.c). -ENOENT when it has none that can
+ * be read, so that .debug_frame is looked for instead.
+ */
+static int go_rows(Elf *elf, struct sym_unwind_table *t)
+{
+	struct sym_gopcln *g = sym_gopcln__open(elf);
+	int err;
+
+	if (!g)
+		return errno == ENOMEM || errno == E2BIG ? -errno : -ENOENT;
+	t->gopclntab = true;
+	t->cfi_bytes = sym_gopcln__bytes(g);
+	err = sym_gopcln__unwind_rows(g, elf, t, &t->fde_errors);
+	sym_gopcln__free(g);
+	if (!err)
+		compact(t);
+	else
+		sym_unwind_table__fini(t);
+	return err;
+}
+
+/* The rule of a sorted table at pc, from row *i on (advanced): NULL before its first row. */
+static const struct sym_unwind_row *rule_at(const struct sym_unwind_table *t, size_t *i,
+					    uint64_t pc)
+{
+	while (*i < t->nr_rows && t->rows[*i].pc <= pc)
+		(*i)++;
+	return *i ? &t->rows[*i - 1] : NULL;
+}
+
+/*
+ * A cgo binary: .eh_frame describes its C code, the pclntab its Go code. Where a Go function
+ * has rules they apply, elsewhere the CFI's: one sweep over the two tables' row addresses.
+ * 0 (the object is not Go, or its table cannot be read: the CFI's rows stay as they are),
+ * -E2BIG or -ENOMEM.
+ */
+static int add_go_rows(Elf *elf, struct sym_unwind_table *t)
+{
+	struct sym_unwind_table go = { 0 }, out = { 0 };
+	struct sym_gopcln *g = sym_gopcln__open(elf);
+	size_t i = 0, j = 0, gi = 0, ei = 0, cap = 0;
+	int err;
+
+	if (!g)
+		return errno == ENOMEM ? -ENOMEM : 0;
+	err = sym_gopcln__unwind_rows(g, elf, &go, &t->fde_errors);
+	t->cfi_bytes += sym_gopcln__bytes(g);
+	sym_gopcln__free(g);
+	if (err)
+		goto out;
+	compact(&go);
+	if (!go.nr_rows)
+		goto out;
+	while (i < t->nr_rows || j < go.nr_rows) {
+		const struct sym_unwind_row *e, *r;
+		uint64_t pc;
+
+		if (j >= go.nr_rows || (i < t->nr_rows && t->rows[i].pc < go.rows[j].pc))
+			pc = t->rows[i++].pc;
+		else
+			pc = go.rows[j++].pc;
+		if (i < t->nr_rows && t->rows[i].pc == pc)
+			i++;
+		if (j < go.nr_rows && go.rows[j].pc == pc)
+			j++;
+		r = rule_at(&go, &gi, pc);
+		e = rule_at(t, &ei, pc);
+		if (!r || r->cfa_rule == SYM_CFA_NONE)
+			r = e;
+		err = out.nr_rows >= MAX_ROWS ? -E2BIG :
+						sym_grow((void **)&out.rows, &cap, out.nr_rows + 1,
+							 sizeof(*out.rows));
+		if (err)
+			goto out;
+		if (r)
+			out.rows[out.nr_rows] = *r;
+		else
+			out.rows[out.nr_rows] = (struct sym_unwind_row){ .cfa_rule = SYM_CFA_NONE };
+		out.rows[out.nr_rows++].pc = pc;
+	}
+	free(t->rows);
+	t->rows = out.rows;
+	t->nr_rows = out.nr_rows;
+	out.rows = NULL;
+	t->gopclntab = true;
+	t->fdes += go.fdes;
+	compact(t);
+out:
+	free(go.rows);
+	free(out.rows);
+	return err;
+}
+
 static int build(Elf *elf, struct sym_unwind_table *t)
 {
 	struct builder b = { .t = t };
@@ -644,6 +739,11 @@ static int build(Elf *elf, struct sym_unwind_table *t)
 	if (scn && shdr.sh_size) {
 		b.eh_frame = true;
 	} else {
+		/* Go's own tables: a Go binary has no .eh_frame, and the .debug_frame that -w
+		 * drops says no more than pcsp does. */
+		err = go_rows(elf, t);
+		if (err != -ENOENT)
+			return err;
 		/* .debug_frame only (some static or hand-built objects). */
 		scn = find_section(elf, ".debug_frame", &shdr);
 		if (!scn || !shdr.sh_size)
@@ -679,6 +779,8 @@ static int build(Elf *elf, struct sym_unwind_table *t)
 		err = eval_fdes(&b);
 	if (!err)
 		compact(t);
+	if (!err && b.eh_frame)
+		err = add_go_rows(elf, t);
 out:
 	if (b.cfi && b.eh_frame)
 		dwarf_cfi_end(b.cfi);

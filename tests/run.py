@@ -98,7 +98,7 @@ def unit_tests(results, build):
                 results.record(f"{flavour}: {module}: ran", False, output, took)
 
 
-FUZZ_TARGETS = ("procmaps", "perfmap", "elf", "debuglink", "unwind")
+FUZZ_TARGETS = ("procmaps", "perfmap", "elf", "debuglink", "unwind", "gopclntab")
 
 
 def fuzz_regression(results, build):

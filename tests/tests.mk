@@ -22,7 +22,8 @@ WORKLOADS := $(WORKLOAD_DIR)/hot2 $(WORKLOAD_DIR)/burn $(WORKLOAD_DIR)/burn-nopi
 NOFP_WORKLOAD_CFLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread \
 			-Wall -Wextra
 WORKLOADS += $(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/lzmaloop $(WORKLOAD_DIR)/throws \
-	     $(WORKLOAD_DIR)/sigprof $(WORKLOAD_DIR)/deep-lld $(WORKLOAD_DIR)/lzmadl
+	     $(WORKLOAD_DIR)/sigprof $(WORKLOAD_DIR)/deep-lld $(WORKLOAD_DIR)/lzmadl \
+	     $(WORKLOAD_DIR)/stormburn
 
 # The same linked by lld, which packs segments: the executable one starts mid-page, after
 # the read-only one's tail (a mapping's load bias must come from the segment it maps).
@@ -31,7 +32,7 @@ $(WORKLOAD_DIR)/deep-lld: tests/workloads/deep.c tests/workloads/workload.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(NOFP_WORKLOAD_CFLAGS) -fuse-ld=lld -Wl,-z,noseparate-code -fPIE -pie -o $@ $<
 
-$(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/sigprof: $(WORKLOAD_DIR)/%: tests/workloads/%.c \
+$(WORKLOAD_DIR)/deep $(WORKLOAD_DIR)/sigprof $(WORKLOAD_DIR)/stormburn: $(WORKLOAD_DIR)/%: tests/workloads/%.c \
 					      tests/workloads/workload.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -85,6 +86,32 @@ $(WORKLOAD_DIR)/gomethods: tests/workloads/gomethods/main.go tests/workloads/gom
 	$(Q)cd tests/workloads/gomethods && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
 		$(GO) build -o $(abspath $@) .
 
+# Go with a frameless hot leaf (main.spin, called by main.hot) on several goroutines: as
+# built, and as a release build, -ldflags='-s -w' (no .symtab, no DWARF: only .gopclntab).
+# And as a cgo program (-tags goleafcgo: linked by gcc, the C runtime's .eh_frame beside
+# .gopclntab), -s -w too.
+GOLEAF_SRCS := tests/workloads/goleaf/main.go tests/workloads/goleaf/cgo.go \
+	       tests/workloads/goleaf/go.mod
+WORKLOADS += $(WORKLOAD_DIR)/goleaf $(WORKLOAD_DIR)/goleaf-sw $(WORKLOAD_DIR)/goleaf-cgo-sw
+
+$(WORKLOAD_DIR)/goleaf: $(GOLEAF_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		$(GO) build -o $(abspath $@) .
+
+$(WORKLOAD_DIR)/goleaf-sw: $(GOLEAF_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		$(GO) build -ldflags='-s -w' -o $(abspath $@) .
+
+$(WORKLOAD_DIR)/goleaf-cgo-sw: $(GOLEAF_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		CGO_ENABLED=1 $(GO) build -tags goleafcgo -ldflags='-s -w' -o $(abspath $@) .
+
 $(WORKLOAD_DIR)/burn-nopie: tests/workloads/burn.c tests/workloads/workload.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
@@ -115,6 +142,40 @@ FIXTURES := $(FIXTURE_DIR)/fixture-pie $(FIXTURE_DIR)/fixture-nopie \
 FIXTURES += $(FIXTURE_DIR)/inline $(FIXTURE_DIR)/inline-stripped $(FIXTURE_DIR)/inline-other \
 	    $(FIXTURE_DIR)/inline-zlib $(FIXTURE_DIR)/fixture-minidebug
 FIXTURE_LISTINGS := $(FIXTURES:%=%.nm) $(FIXTURES:%=%.buildid)
+
+# Go's pclntab (tests/unit/test_gopclntab.c): the Go workload goleaf as built and as
+# goleaf-sw (-s -w), with the Go toolchain's own readings as the reference: `go tool nm` of
+# the unstripped build, and `go tool addr2line` of both at a sample of pcs (each function's
+# entry, middle and last byte, and every 4th byte of the main package's functions).
+# Also a position-independent -s -w build (its table in .data.rel.ro.gopclntab, which `go tool
+# addr2line` does not read: it is held to goleaf-sw's functions and inlined frames).
+FIXTURES += $(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw $(FIXTURE_DIR)/goleaf-pie-sw \
+	    $(FIXTURE_DIR)/goleaf-cgo-sw
+FIXTURE_LISTINGS += $(FIXTURE_DIR)/goleaf.gonm $(FIXTURE_DIR)/goleaf.addr2line \
+		    $(FIXTURE_DIR)/goleaf-sw.addr2line
+
+$(FIXTURE_DIR)/goleaf-pie-sw: $(GOLEAF_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)cd tests/workloads/goleaf && GOCACHE=$(abspath $(BUILD))/gocache GOFLAGS=-mod=mod \
+		$(GO) build -buildmode=pie -ldflags='-s -w' -o $(abspath $@) .
+
+$(FIXTURE_DIR)/goleaf $(FIXTURE_DIR)/goleaf-sw $(FIXTURE_DIR)/goleaf-cgo-sw: $(FIXTURE_DIR)/%: \
+		$(WORKLOAD_DIR)/%
+	$(Q)mkdir -p $(@D)
+	$(Q)cp $< $@
+
+$(FIXTURE_DIR)/goleaf.gonm: $(FIXTURE_DIR)/goleaf
+	$(call msg,GONM,$@)
+	$(Q)$(GO) tool nm -size -sort address $< > $@.tmp && mv $@.tmp $@
+
+$(FIXTURE_DIR)/goleaf.pcs: tests/tools/go_pcs.py $(FIXTURE_DIR)/goleaf.gonm
+	$(Q)$(PYTHON) $^ > $@.tmp && mv $@.tmp $@
+
+$(FIXTURE_DIR)/%.addr2line: $(FIXTURE_DIR)/% $(FIXTURE_DIR)/goleaf.pcs
+	$(call msg,ADDR2LN,$@)
+	$(Q)$(GO) tool addr2line $< < $(FIXTURE_DIR)/goleaf.pcs > $@.tmp && \
+		paste -d ' ' $(FIXTURE_DIR)/goleaf.pcs - - < $@.tmp > $@ && rm -f $@.tmp
 
 # Inlined code with DWARF (-O2 -g); a stripped copy whose .gnu_debuglink names inline.debug,
 # its debug info only; and the same source built differently (another build ID) whose
@@ -360,7 +421,7 @@ bench-run: bench-build
 # ---- Fuzzing (libFuzzer): the symbolizer's parsers, built with clang and ASan/UBSan ---------
 # make fuzz FUZZ_SECONDS=600 runs each target that long, growing tests/fuzz/corpus/TARGET;
 # make test replays the committed corpus once through each target.
-FUZZ_TARGETS := procmaps perfmap elf debuglink unwind
+FUZZ_TARGETS := procmaps perfmap elf debuglink unwind gopclntab
 FUZZ_DIR := $(TEST_BUILD)/fuzz
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_CFLAGS := -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -Wall -Wextra -Werror \
@@ -385,7 +446,9 @@ fuzz-build: $(FUZZ_BINS)
 # file behind a two-byte split), this host's maps lines, a JIT map.
 fuzz-seeds: $(FIXTURES)
 	$(Q)mkdir -p $(FUZZ_DIR)/seeds/procmaps $(FUZZ_DIR)/seeds/perfmap $(FUZZ_DIR)/seeds/elf \
-		$(FUZZ_DIR)/seeds/debuglink $(FUZZ_DIR)/seeds/unwind
+		$(FUZZ_DIR)/seeds/debuglink $(FUZZ_DIR)/seeds/unwind $(FUZZ_DIR)/seeds/gopclntab
+	$(Q)$(PYTHON) tests/tools/go_pclntab_seed.py $(FIXTURE_DIR)/goleaf-sw \
+		$(FUZZ_DIR)/seeds/gopclntab/goleaf
 	$(Q)n=0; while read -r line; do n=$$((n+1)); \
 		printf '%s' "$$line" > $(FUZZ_DIR)/seeds/procmaps/$$n; done < /proc/self/maps
 	$(Q)printf '7f0000001000 100 LazyCompile:~add /app/x.js:3\n0x7f0000002000 0x20 stub\n' \

@@ -19,10 +19,17 @@
 #define MAX_MAPS_BYTES	  (64UL << 20)
 #define MAX_EXEC_MAPPINGS 16384
 
+/* Objects of released images stay open this many windows (and at most this many of them),
+ * so that a process gone before its mappings were read finds its files by device and inode
+ * (PROC_EV_MAPPING) when the last process that mapped them went a little earlier. */
+#define LINGER_WINDOWS 6
+#define LINGER_MAX     512
+
 struct proctab {
 	struct proctab_opts opts;
 	struct hashmap images;	/* &img->id -> img */
 	struct hashmap by_tgid; /* &img->id.tgid -> the newest image of that tgid */
+	struct hashmap linger;	/* struct sym_object * (a reference) -> last window + 1 */
 	struct proctab_stats stats;
 };
 
@@ -46,6 +53,70 @@ static bool equal_tgid(const void *a, const void *b)
 	return *(const uint32_t *)a == *(const uint32_t *)b;
 }
 
+static uint64_t hash_ptr(const void *key)
+{
+	return hash_u64((uintptr_t)key);
+}
+
+static bool equal_ptr(const void *a, const void *b)
+{
+	return a == b;
+}
+
+/* Keep a reference to obj until LINGER_WINDOWS windows after `window`. */
+static void linger_keep(struct proctab *pt, struct sym_object *obj, uint64_t window)
+{
+	struct hashmap_entry *e;
+	uint64_t oldest = UINT64_MAX;
+
+	if (!obj)
+		return;
+	if (hashmap__find(&pt->linger, obj)) {
+		hashmap__delete(&pt->linger, obj);
+		if (hashmap__add(&pt->linger, obj, (void *)(uintptr_t)(window + 1)))
+			sym_object__put(obj); /* the reference it held */
+		return;
+	}
+	if (hashmap__size(&pt->linger) >= LINGER_MAX) {
+		/* Full: the one that has waited longest goes. */
+		hashmap__for_each(&pt->linger, e)
+			if ((uintptr_t)e->value < oldest)
+				oldest = (uintptr_t)e->value;
+		hashmap__for_each(&pt->linger, e) {
+			if ((uintptr_t)e->value == oldest) {
+				struct sym_object *gone = (struct sym_object *)e->key;
+
+				hashmap__delete(&pt->linger, gone);
+				sym_object__put(gone);
+				break;
+			}
+		}
+	}
+	if (!hashmap__add(&pt->linger, obj, (void *)(uintptr_t)(window + 1)))
+		sym_object__get(obj);
+}
+
+/* Drop the lingering objects last kept before window `drained` - LINGER_WINDOWS. */
+static void linger_expire(struct proctab *pt, uint64_t drained)
+{
+	struct sym_object *gone[64];
+	struct hashmap_entry *e;
+	size_t n, i;
+
+	do {
+		n = 0;
+		hashmap__for_each(&pt->linger, e) {
+			if ((uintptr_t)e->value - 1 + LINGER_WINDOWS < drained &&
+			    n < ARRAY_SIZE(gone))
+				gone[n++] = (struct sym_object *)e->key;
+		}
+		for (i = 0; i < n; i++) {
+			hashmap__delete(&pt->linger, gone[i]);
+			sym_object__put(gone[i]);
+		}
+	} while (n == ARRAY_SIZE(gone));
+}
+
 struct proctab *proctab__new(const struct proctab_opts *opts)
 {
 	struct proctab *pt = calloc(1, sizeof(*pt));
@@ -57,6 +128,7 @@ struct proctab *proctab__new(const struct proctab_opts *opts)
 		pt->opts.proc_root = "/proc";
 	hashmap__init(&pt->images, hash_id, equal_id);
 	hashmap__init(&pt->by_tgid, hash_tgid, equal_tgid);
+	hashmap__init(&pt->linger, hash_ptr, equal_ptr);
 	return pt;
 }
 
@@ -97,8 +169,11 @@ void proctab__free(struct proctab *pt)
 		return;
 	hashmap__for_each(&pt->images, e)
 		image_free(e->value);
+	hashmap__for_each(&pt->linger, e)
+		sym_object__put((struct sym_object *)e->key);
 	hashmap__fini(&pt->images);
 	hashmap__fini(&pt->by_tgid);
+	hashmap__fini(&pt->linger);
 	free(pt);
 }
 
@@ -400,6 +475,7 @@ static int add_mapping(struct proctab *pt, struct proc_image *img, int pid_fd, i
 	m->end = e->end;
 	m->offset = e->offset;
 	m->inode = e->inode;
+	m->dev = (uint32_t)e->dev_major << 20 | e->dev_minor;
 	m->kind = kind;
 	m->stale_window = UINT64_MAX;
 	m->name = strdup(kind == MAPPING_ANON && !e->path[0] ? "[anon]" : e->path);
@@ -638,6 +714,12 @@ static int new_image(struct proctab *pt, const struct proc_event *ev, uint64_t w
 				    "pid %u (%s): cannot read /proc/%u/maps: %s; its frames stay "
 				    "[unknown] with their addresses (CAP_SYS_PTRACE?)",
 				    id.tgid, img->comm, id.tgid, strerror(-err));
+	} else if (err == -ESRCH) {
+		/* Gone (or exec'd) before its mappings were read: held as exited, with the
+		 * mappings BPF announces (PROC_EV_MAPPING), for the samples it left. */
+		pr_debug("pid %u (%s): gone before its mappings were read", id.tgid, img->comm);
+		img->exited_window = window;
+		pt->stats.uncaptured++;
 	} else if (err) {
 		pr_debug("pid %u (%s): cannot capture mappings: %s", id.tgid, img->comm,
 			 strerror(-err));
@@ -649,14 +731,91 @@ static int new_image(struct proctab *pt, const struct proc_event *ev, uint64_t w
 		image_free(img);
 		return err;
 	}
+	pt->stats.images++;
+	if (img->exited_window != UINT64_MAX)
+		return -ESRCH; /* held; the tgid's newest image may be a later one already */
 	retire_tgid(pt, id.tgid, &id, window);
 	err = hashmap__insert(&pt->by_tgid, &img->id.tgid, img);
 	if (err) {
 		/* Still findable by id; only exit handling by tgid misses it (rescan covers). */
 		pr_debug("pid %u: cannot index by tgid: %s", id.tgid, strerror(-err));
 	}
-	pt->stats.images++;
 	return 0;
+}
+
+/*
+ * A file mapping BPF met in an image before it was published (PROC_EV_MAPPING): added to
+ * the image unless a capture already holds something there, with the object the agent
+ * holds for that device and inode (none is opened: the process may be gone, and a file
+ * seen once is not read again per process).
+ */
+static void add_bpf_mapping(struct proctab *pt, const struct proc_event *ev)
+{
+	struct proc_id id = { .tgid = ev->tgid,
+			      .exec_id = ev->exec_id,
+			      .start_time = ev->start_time };
+	struct proc_image *img = hashmap__find(&pt->images, &id);
+	struct proc_mapping *m;
+	char name[PATH_MAX];
+	size_t i;
+
+	if (!img || img->denied) {
+		pt->stats.bpf_mappings_no_image++;
+		return;
+	}
+	if (ev->end <= ev->start || ev->end - ev->start > (1ULL << 40) ||
+	    (!ev->exe_inode && ev->exe_dev))
+		return; /* not what BPF sends */
+	for (i = 0; i < img->nr_maps; i++) {
+		if (ev->start < img->maps[i].end && img->maps[i].start < ev->end) {
+			pt->stats.bpf_mappings_known++;
+			return;
+		}
+	}
+	if (grow_array((void **)&img->maps, &img->cap_maps, img->nr_maps + 1, sizeof(*img->maps)))
+		return;
+	m = &img->maps[img->nr_maps];
+	memset(m, 0, sizeof(*m));
+	m->start = ev->start;
+	m->end = ev->end;
+	m->offset = ev->offset;
+	m->inode = ev->exe_inode;
+	m->dev = ev->exe_dev;
+	m->kind = MAPPING_FILE;
+	m->from_bpf = true;
+	m->stale_window = UINT64_MAX;
+	if (!ev->exe_inode) {
+		m->kind = MAPPING_VDSO;
+		m->object = sym_object__get(pt->opts.vdso);
+		snprintf(name, sizeof(name), "[vdso]");
+	} else {
+		m->object = symbolizer__find(pt->opts.symbolizer,
+					     makedev(ev->exe_dev >> 20, ev->exe_dev & 0xfffff),
+					     (ino_t)ev->exe_inode);
+		if (m->object) {
+			snprintf(name, sizeof(name), "%s", sym_object__name(m->object));
+		} else {
+			/* Its frames keep their addresses, counted as an unopened file's. */
+			m->open_error = -ENOENT;
+			snprintf(name, sizeof(name), "[inode %llu on %u:%u]",
+				 (unsigned long long)ev->exe_inode, ev->exe_dev >> 20,
+				 ev->exe_dev & 0xfffff);
+			pt->stats.bpf_mappings_no_file++;
+		}
+	}
+	m->name = strdup(name);
+	if (!m->name) {
+		mapping_fini(m);
+		return;
+	}
+	img->nr_maps++;
+	if (img->nr_maps > 1)
+		qsort(img->maps, img->nr_maps, sizeof(*img->maps), cmp_mapping);
+	if (!m->object && m->kind == MAPPING_FILE)
+		img->incomplete = true;
+	if (!img->exe[0] && ev->exe_inode == img->exe_inode && m->object)
+		snprintf(img->exe, sizeof(img->exe), "%s", sym_object__name(m->object));
+	pt->stats.bpf_mappings++;
 }
 
 int proctab__handle_event(struct proctab *pt, const struct proc_event *ev, uint64_t window)
@@ -681,6 +840,9 @@ int proctab__handle_event(struct proctab *pt, const struct proc_event *ev, uint6
 		img = hashmap__find(&pt->by_tgid, &ev->tgid);
 		if (img && img->id.start_time == ev->start_time)
 			retire_tgid(pt, ev->tgid, NULL, window);
+		return 0;
+	case PROC_EV_MAPPING:
+		add_bpf_mapping(pt, ev);
 		return 0;
 	default:
 		return -EINVAL;
@@ -753,9 +915,13 @@ void proctab__release(struct proctab *pt, uint64_t drained)
 		}
 		img->nr_maps = j;
 	}
-	for (i = 0; i < nr; i++)
+	for (i = 0; i < nr; i++) {
+		for (j = 0; j < gone[i]->nr_maps; j++)
+			linger_keep(pt, gone[i]->maps[j].object, drained);
 		image_remove(pt, gone[i]);
+	}
 	free(gone);
+	linger_expire(pt, drained);
 }
 
 int proctab__rescan(struct proctab *pt, uint64_t window)
@@ -792,4 +958,5 @@ int proctab__rescan(struct proctab *pt, uint64_t window)
 void proctab__stats(const struct proctab *pt, struct proctab_stats *stats)
 {
 	*stats = pt->stats;
+	stats->lingering = hashmap__size(&pt->linger);
 }

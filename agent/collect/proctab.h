@@ -46,6 +46,9 @@ struct proc_mapping {
 	uint64_t end;
 	uint64_t offset; /* file offset of start */
 	uint64_t inode;	 /* of the mapped file as maps shows it, 0 if none */
+	uint32_t dev;	 /* its device as maps shows it, in the kernel's encoding (major << 20 |
+			  * minor, as BPF reads s_dev); 0 if none */
+	bool from_bpf;	 /* announced by BPF (PROC_EV_MAPPING), not read from /proc */
 	enum mapping_kind kind;
 	struct sym_object *object; /* owned reference, or NULL */
 	int open_error;		   /* MAPPING_FILE without object: why (-EACCES: refused) */
@@ -77,17 +80,24 @@ struct proc_image {
 
 /* Counters since proctab__new(). */
 struct proctab_stats {
-	uint64_t images;	    /* images held now */
-	uint64_t captures;	    /* successful captures of mappings */
-	uint64_t capture_errors;    /* captures that failed (process gone, exec'd, denied) */
-	uint64_t files_opened;	    /* mapped files opened */
-	uint64_t file_errors;	    /* mapped files that could not be opened or parsed */
-	uint64_t debug_files;	    /* separate debug files found for stripped objects */
-	uint64_t debug_misses;	    /* objects without DWARF for which none was found */
-	uint64_t perfmaps_read;	    /* JIT maps (/tmp/perf-PID.map) read or re-read */
-	uint64_t perfmap_malformed; /* ... lines skipped as malformed */
-	uint64_t exits_missed;	    /* exits found by the rescan, not by an event */
-	uint64_t denied;	    /* images held now whose mappings may not be read */
+	uint64_t images;	       /* images held now */
+	uint64_t captures;	       /* successful captures of mappings */
+	uint64_t capture_errors;       /* captures that failed (process gone, exec'd, denied) */
+	uint64_t files_opened;	       /* mapped files opened */
+	uint64_t file_errors;	       /* mapped files that could not be opened or parsed */
+	uint64_t debug_files;	       /* separate debug files found for stripped objects */
+	uint64_t debug_misses;	       /* objects without DWARF for which none was found */
+	uint64_t perfmaps_read;	       /* JIT maps (/tmp/perf-PID.map) read or re-read */
+	uint64_t perfmap_malformed;    /* ... lines skipped as malformed */
+	uint64_t exits_missed;	       /* exits found by the rescan, not by an event */
+	uint64_t denied;	       /* images held now whose mappings may not be read */
+	uint64_t uncaptured;	       /* images whose process was gone before its mappings were
+				     * read: held with what BPF announced of them */
+	uint64_t bpf_mappings;	       /* file mappings BPF announced that were added to an image */
+	uint64_t bpf_mappings_known;   /* ... that a capture had already read */
+	uint64_t bpf_mappings_no_file; /* ... whose file the agent held no object of */
+	uint64_t bpf_mappings_no_image; /* ... of an image the agent did not hold */
+	uint64_t lingering;		/* objects of released images kept open a while now */
 };
 
 struct proctab_opts {
@@ -112,7 +122,15 @@ struct proctab;
 struct proctab *proctab__new(const struct proctab_opts *opts);
 void proctab__free(struct proctab *pt);
 
-/* Apply one BPF process event while `window` is being recorded. Returns 0 or -errno. */
+/*
+ * Apply one BPF process event while `window` is being recorded. Returns 0 or -errno.
+ *
+ * An image whose process is gone before its mappings could be read (a process of a few
+ * milliseconds) is held all the same, exited in `window`, with the file mappings BPF
+ * announces for it (PROC_EV_MAPPING): their files are the objects the agent holds for
+ * that device and inode, open already for an earlier process (objects of released images
+ * linger a few windows for that), never opened again per process.
+ */
 int proctab__handle_event(struct proctab *pt, const struct proc_event *ev, uint64_t window);
 
 /* The image for id, or NULL when none was captured. Borrowed until proctab__release(). */

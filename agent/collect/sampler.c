@@ -218,7 +218,8 @@ static void explain_load_error(int err)
 }
 
 _Static_assert(PROC_EV_NEW == PROC_EVENT_NEW && PROC_EV_MMAP == PROC_EVENT_MMAP &&
-		       PROC_EV_EXEC == PROC_EVENT_EXEC && PROC_EV_EXIT == PROC_EVENT_EXIT,
+		       PROC_EV_EXEC == PROC_EVENT_EXEC && PROC_EV_EXIT == PROC_EVENT_EXIT &&
+		       PROC_EV_MAPPING == PROC_EVENT_MAPPING,
 	       "process event types of samples.h and bpf/profiler.h");
 
 _Static_assert(SAMPLER_UNWIND_ROW_BYTES == sizeof(struct ignis_unwind_row), "unwind row size");
@@ -248,6 +249,24 @@ static int handle_event(void *ctx, void *data, size_t size)
 		memcpy(pev.filename, pe->file, n);
 
 		return s->opts.on_py_code ? s->opts.on_py_code(s->opts.ctx, &pev) : 0;
+	}
+	if (size >= sizeof(struct ignis_mapping_event) && in->type == PROC_EVENT_MAPPING) {
+		const struct ignis_mapping_event *me = data;
+
+		if (!s->opts.on_event)
+			return 0;
+		ev = (struct proc_event){
+			.type = PROC_EV_MAPPING,
+			.tgid = me->tgid,
+			.start_time = me->start_time,
+			.exec_id = me->exec_id,
+			.exe_dev = me->dev,
+			.exe_inode = me->ino,
+			.start = me->start,
+			.end = me->end,
+			.offset = me->offset,
+		};
+		return s->opts.on_event(s->opts.ctx, &ev);
 	}
 	if (size < sizeof(*in) || !s->opts.on_event)
 		return 0;
@@ -331,8 +350,9 @@ static void log_kernel_features(const struct sampler *s)
 		 yes_no(tp_btf), progs);
 }
 
-/* Open, size and load the skeleton, with or without the table unwinder. */
-static int load(struct sampler *s, bool unwind)
+/* Open, size and load the skeleton, with or without the table unwinder, and with or without
+ * its lookups by file (bpf_find_vma(), Linux 5.17). */
+static int load(struct sampler *s, bool unwind, bool files)
 {
 	const struct sampler_opts *opts = &s->opts;
 	struct profiler_bpf *skel;
@@ -389,8 +409,7 @@ static int load(struct sampler *s, bool unwind)
 		bpf_program__set_autoload(skel->progs.ignis_switch, false);
 		bpf_program__set_autoload(skel->progs.ignis_offcpu, false);
 	}
-	if (!opts->offcpu || !unwind)
-		bpf_program__set_autoload(skel->progs.ignis_offcpu_unwind, false);
+
 	if (opts->nr_pids) {
 		err = bpf_map__set_max_entries(skel->maps.pid_filter, (uint32_t)opts->nr_pids);
 		if (err)
@@ -412,20 +431,32 @@ static int load(struct sampler *s, bool unwind)
 						       opts->python ? opts->py_codes : 1);
 		if (err)
 			goto err_size;
-	} else {
-		bpf_program__set_autoload(skel->progs.ignis_unwind, false);
 	}
+	/* One unwinder: with lookups by file where bpf_find_vma() is (5.17), which the older
+	 * kernels' verifier would refuse. */
+	files = files && unwind;
+	bpf_program__set_autoload(skel->progs.ignis_unwind, unwind && !files);
+	bpf_program__set_autoload(skel->progs.ignis_unwind_files, files);
+	bpf_program__set_autoload(skel->progs.ignis_offcpu_unwind,
+				  opts->offcpu && unwind && !files);
+	bpf_program__set_autoload(skel->progs.ignis_offcpu_unwind_files, opts->offcpu && files);
 	err = profiler_bpf__load(skel);
 	if (err)
 		return err;
+	if (unwind && !files)
+		pr_info("the table unwinder looks up no files (bpf_find_vma(), Linux 5.17): until "
+			"a process's mappings are captured, its libraries are walked with frame "
+			"pointers");
 	if (unwind) {
-		fd = bpf_program__fd(skel->progs.ignis_unwind);
+		fd = bpf_program__fd(files ? skel->progs.ignis_unwind_files :
+					     skel->progs.ignis_unwind);
 		if (bpf_map_update_elem(bpf_map__fd(skel->maps.progs), &zero, &fd, BPF_ANY)) {
 			err = -errno;
 			pr_err("cannot install the unwinder program: %s", strerror(-err));
 			return err;
 		}
-		fd = bpf_program__fd(skel->progs.ignis_offcpu_unwind);
+		fd = bpf_program__fd(files ? skel->progs.ignis_offcpu_unwind_files :
+					     skel->progs.ignis_offcpu_unwind);
 		if (opts->offcpu && bpf_map_update_elem(bpf_map__fd(skel->maps.offcpu_progs), &zero,
 							&fd, BPF_ANY)) {
 			err = -errno;
@@ -447,6 +478,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	struct profiler_bpf *skel;
 	size_t i;
 	int err, nr_cpus;
+	bool files;
 
 	libbpf_set_print(libbpf_print);
 	s = calloc(1, sizeof(*s));
@@ -475,7 +507,19 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	if (s->max_offcpu < 8192)
 		s->max_offcpu = 8192;
 
-	err = load(s, opts->unwind != SAMPLER_UNWIND_FP);
+	files = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) > 0;
+	err = load(s, opts->unwind != SAMPLER_UNWIND_FP, files);
+	if ((err == -EINVAL || err == -EACCES || err == -E2BIG || err == -ENOMEM ||
+	     err == -EOPNOTSUPP) &&
+	    files && opts->unwind != SAMPLER_UNWIND_FP && s->skel) {
+		/* A verifier may refuse the lookups alone: the unwinder without them, once. */
+		pr_warn("the table unwinder with lookups by file cannot load on this kernel (%s); "
+			"trying without them",
+			strerror(-err));
+		profiler_bpf__destroy(s->skel);
+		s->skel = NULL;
+		err = load(s, true, false);
+	}
 	if ((err == -EINVAL || err == -EACCES || err == -E2BIG || err == -ENOMEM ||
 	     err == -EOPNOTSUPP) &&
 	    opts->unwind == SAMPLER_UNWIND_AUTO && s->skel) {
@@ -485,7 +529,7 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 			strerror(-err));
 		profiler_bpf__destroy(s->skel);
 		s->skel = NULL;
-		err = load(s, false);
+		err = load(s, false, false);
 	}
 	if (err) {
 		explain_load_error(err);

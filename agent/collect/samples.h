@@ -87,6 +87,10 @@ enum proc_event_type {
 	PROC_EV_MMAP,	 /* its executable mappings changed (dlopen): capture again */
 	PROC_EV_EXEC,	 /* execve() replaced the image */
 	PROC_EV_EXIT,	 /* the last thread exited */
+	/* A file mapping the BPF unwinder met in an image not published yet: start, end and
+	 * offset, the file in exe_dev and exe_inode (both 0: the vDSO). (6: 5 is BPF's Python
+	 * code event.) */
+	PROC_EV_MAPPING = 6,
 };
 
 /* A process event from the sampler's ring buffer (DESIGN.md requirement 4). */
@@ -95,9 +99,14 @@ struct proc_event {
 	uint32_t tgid;
 	uint64_t start_time; /* as drained_sample.start_time */
 	uint32_t exec_id;    /* as drained_sample.exec_id (the new one for EXEC) */
-	uint32_t exe_dev;    /* device of the executable (the kernel's: major << 20 | minor) */
-	uint64_t exe_inode;  /* inode of the executable, 0 if none */
-	char comm[COMM_LEN]; /* the group leader's name */
+	uint32_t exe_dev;    /* device of the executable (the kernel's: major << 20 | minor);
+			      * PROC_EV_MAPPING: of the mapped file */
+	uint64_t exe_inode;  /* inode of the executable, 0 if none; PROC_EV_MAPPING: of the
+			      * mapped file */
+	char comm[COMM_LEN]; /* the group leader's name ("" for PROC_EV_MAPPING) */
+	uint64_t start;	     /* PROC_EV_MAPPING: runtime [start, end) at file offset offset */
+	uint64_t end;
+	uint64_t offset;
 };
 
 /* Bytes of the names a code event carries at most (IGNIS_PY_EVENT_NAME, _FILE). */

@@ -56,6 +56,8 @@ struct agent_config {
 	char *kubernetes_ca_file;
 	char **kubernetes_pod_labels; /* pod labels copied to profiles */
 	size_t nr_kubernetes_pod_labels;
+	/* The server's protocol: enum server_protocol (ship/encoder.h), 0 Pyroscope. */
+	unsigned int server_protocol;
 	/* Sending to a profiling server (Grafana Pyroscope). */
 	char *server_url;      /* NULL: no server */
 	bool pyroscope_ingest; /* the /ingest API instead of push */

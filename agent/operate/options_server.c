@@ -45,6 +45,19 @@ static int opt_pyroscope_api(struct agent_config *cfg, const char *arg, char *wh
 	return 0;
 }
 
+static int opt_server_protocol(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	if (!strcmp(arg, "pyroscope"))
+		cfg->server_protocol = SERVER_PYROSCOPE;
+	else if (!strcmp(arg, "parca"))
+		cfg->server_protocol = SERVER_PARCA;
+	else if (!strcmp(arg, "otlp"))
+		cfg->server_protocol = SERVER_OTLP;
+	else
+		return WHY("must be pyroscope, parca or otlp");
+	return 0;
+}
+
 static int file_arg(char **field, const char *arg, char *why, size_t len)
 {
 	if (!*arg)
@@ -235,14 +248,24 @@ static int opt_service_name_rule(struct agent_config *cfg, const char *arg, char
 
 static int opt_label(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
+	char name[TARGET_MAX_NAME + 1], other[TARGET_MAX_NAME + 1];
 	size_t i, n = strcspn(arg, "=");
 	int err = targets_check_label(arg, why, len);
 
 	if (err)
 		return err;
-	for (i = 0; i < cfg->nr_labels; i++)
-		if (!strncmp(cfg->labels[i], arg, n) && cfg->labels[i][n] == '=')
+	/* Compared as Pyroscope stores them: a.b and a_b are one label there. */
+	targets_label_name(arg, name, sizeof(name));
+	for (i = 0; i < cfg->nr_labels; i++) {
+		size_t m = strcspn(cfg->labels[i], "=");
+
+		if (targets_label_name(cfg->labels[i], other, sizeof(other)) || strcmp(name, other))
+			continue;
+		if (m == n && !strncmp(cfg->labels[i], arg, n))
 			return WHY("'%.*s' is given twice", (int)n, arg);
+		return WHY("'%.*s' and '%.*s' are both %s in Pyroscope", (int)m, cfg->labels[i],
+			   (int)n, arg, name);
+	}
 	if (cfg->nr_labels >= TARGET_MAX_STATIC)
 		return WHY("is given too often: a series has at most %d labels, and ignis "
 			   "needs %d of them, so at most %d static labels",
@@ -253,16 +276,19 @@ static int opt_label(struct agent_config *cfg, const char *arg, char *why, size_
 
 static int opt_sample_labels(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
+	char name[16];
 	size_t i;
 
-	if (strcmp(arg, "comm") && strcmp(arg, "thread_name"))
-		return WHY(
-			"must be comm or thread_name (each becomes a series label in Pyroscope)");
+	/* As Pyroscope stores the name: OTel's thread.name is thread_name. */
+	if (strlen(arg) >= sizeof(name) || label_name_store(arg, strlen(arg), name, sizeof(name)) ||
+	    (strcmp(name, "comm") && strcmp(name, "thread_name")))
+		return WHY("must be comm or thread_name (or thread.name; each becomes a series "
+			   "label in Pyroscope)");
 	for (i = 0; i < cfg->nr_sample_labels; i++)
-		if (!strcmp(cfg->sample_labels[i], arg))
+		if (!strcmp(cfg->sample_labels[i], name))
 			return 0;
 	return option_list_add(&cfg->sample_labels, &cfg->nr_sample_labels, TARGET_SAMPLE_LABELS,
-			       arg, why, len);
+			       name, why, len);
 }
 
 static void server_init(struct agent_config *cfg)
@@ -356,10 +382,19 @@ static int check_combinations(const struct agent_config *cfg, char *why, size_t 
 			   "--basic-auth-password-file FILE or IGNIS_BASIC_AUTH_PASSWORD");
 	if (cfg->basic_auth_user && cfg->bearer_token_file)
 		return WHY("choose basic auth or --bearer-token-file, not both");
+	if (cfg->pyroscope_ingest && cfg->server_protocol != SERVER_PYROSCOPE)
+		return WHY("--pyroscope-api ingest is Pyroscope's: not with --server-protocol %s",
+			   cfg->server_protocol == SERVER_PARCA ? "parca" : "otlp");
 	if ((cfg->tls_ca_file || cfg->tls_cert_file || cfg->tls_insecure) &&
 	    strncmp(cfg->server_url, "https://", 8))
 		return WHY("TLS settings given, but --server-url %s is not https://",
 			   cfg->server_url);
+	/* /ingest adds __delta__ and pyroscope_spy to each series (createLabels in
+	 * pkg/og/convert/pprof/profile.go): two labels of Pyroscope's 30 fewer for ours. */
+	if (cfg->pyroscope_ingest && cfg->nr_labels > TARGET_MAX_STATIC - 2)
+		return WHY("--pyroscope-api ingest: the server adds __delta__ and pyroscope_spy to "
+			   "each series, so at most %d --label fit in its %d labels (%zu given)",
+			   TARGET_MAX_STATIC - 2, TARGET_MAX_LABELS, cfg->nr_labels);
 	return 0;
 }
 
@@ -397,6 +432,7 @@ void config_server_sink_opts(const struct agent_config *cfg, const char *hostnam
 		.sz = sizeof(*o),
 		.url = cfg->server_url,
 		.ingest = cfg->pyroscope_ingest,
+		.protocol = (enum server_protocol)cfg->server_protocol,
 		.hostname = hostname,
 		.service_name_rules = cfg->service_name_rules,
 		.nr_service_name_rules = cfg->nr_service_name_rules,
@@ -430,9 +466,13 @@ void config_server_sink_opts(const struct agent_config *cfg, const char *hostnam
 
 static const struct option_desc server_options[] = {
 	{ "server-url", 0, "URL",
-	  "send profiles to this Grafana Pyroscope (e.g. http://pyroscope:4040); without "
+	  "send profiles to this server (e.g. http://pyroscope:4040); without "
 	  "--output-dir, nothing is written locally",
 	  NULL, 0, NULL, opt_server_url },
+	{ "server-protocol", 0, "PROTOCOL",
+	  "the server's protocol: pyroscope (push or ingest), parca (gRPC WriteRaw), otlp "
+	  "(OpenTelemetry profiles over OTLP/HTTP, experimental)",
+	  "pyroscope", 0, NULL, opt_server_protocol },
 	{ "pyroscope-api", 0, "API", "push (the Connect push API) or ingest (the /ingest API)",
 	  "push", 0, NULL, opt_pyroscope_api },
 	{ "service-name-rule", 0, "RULE",

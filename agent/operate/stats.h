@@ -133,6 +133,23 @@
 	  "Process images held whose mappings may not be read (permission denied).")	\
 	X(EXITS_MISSED, TOTAL, PROC(exits_missed), "ignis_process_exits_missed_total",	\
 	  "", NULL, "Process exits found by the rescan, not by an event.")		\
+	X(UNCAPTURED, TOTAL, PROC(uncaptured), "ignis_processes_gone_before_capture_total",	\
+	  "", NULL,									\
+	  "Processes gone before their mappings were read, named from the file mappings "	\
+	  "BPF announced.")								\
+	X(BPF_MAPPINGS, TOTAL, PROC(bpf_mappings), "ignis_bpf_mappings_total",		\
+	  "result=\"added\"", NULL,							\
+	  "File mappings announced by BPF for processes not published yet: added to an "	\
+	  "image, known from a capture already, of a file the agent held no object of "	\
+	  "(its frames keep their addresses), or of no image held.")			\
+	X(BPF_MAPPINGS_KNOWN, TOTAL, PROC(bpf_mappings_known), "ignis_bpf_mappings_total",	\
+	  "result=\"known\"", NULL, "")							\
+	X(BPF_MAPPINGS_NO_FILE, TOTAL, PROC(bpf_mappings_no_file),			\
+	  "ignis_bpf_mappings_total", "result=\"file_unknown\"", NULL, "")		\
+	X(BPF_MAPPINGS_NO_IMAGE, TOTAL, PROC(bpf_mappings_no_image),			\
+	  "ignis_bpf_mappings_total", "result=\"no_image\"", NULL, "")			\
+	X(OBJECTS_LINGERING, GAUGE, PROC(lingering), "ignis_objects_lingering", "", NULL,	\
+	  "Files of exited processes kept open a few windows for the next short ones.")	\
 	X(DEBUG_FOUND, TOTAL, PROC(debug_files), "ignis_debug_files_total",		\
 	  "result=\"found\"", NULL,							\
 	  "Separate debug files for binaries without DWARF: used, none found, or "	\

@@ -27,6 +27,7 @@ struct targets {
 	size_t nr_rules;
 	struct target_label *labels; /* static */
 	size_t nr_labels;
+	bool container_id;
 
 	struct target **v; /* this window's, by id */
 	size_t nr, cap;
@@ -52,6 +53,45 @@ bool label_name_valid(const char *name)
 	return i <= TARGET_MAX_NAME;
 }
 
+static bool legacy_char(char c, size_t i)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+	       (i && c >= '0' && c <= '9');
+}
+
+int label_name_store(const char *name, size_t n, char *out, size_t size)
+{
+	size_t i;
+
+	if (!n || n > TARGET_MAX_NAME || n >= size)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (!legacy_char(name[i], i) && name[i] != '.')
+			return -EINVAL;
+		out[i] = name[i] == '.' ? '_' : name[i];
+	}
+	out[i] = '\0';
+	return 0;
+}
+
+/* The name with what Pyroscope refuses made '_' (one per UTF-8 character), '_' in front of
+ * a leading digit: the fix an error message suggests. */
+static void label_name_suggest(const char *name, size_t n, char *out, size_t size)
+{
+	size_t i, o = 0;
+
+	if (n && name[0] >= '0' && name[0] <= '9' && o + 1 < size)
+		out[o++] = '_';
+	for (i = 0; i < n && o + 1 < size; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if ((c & 0xC0) == 0x80)
+			continue; /* a UTF-8 continuation byte: its character is one '_' already */
+		out[o++] = legacy_char(name[i], 1) ? name[i] : '_';
+	}
+	out[o] = '\0';
+}
+
 static bool utf8_valid(const char *s)
 {
 	char *copy = utf8_sanitize(s);
@@ -70,8 +110,9 @@ static const char *const reserved[] = {
 int targets_check_label(const char *name_value, char *why, size_t len)
 {
 	const char *eq = strchr(name_value, '=');
-	char name[TARGET_MAX_NAME + 1];
+	char name[TARGET_MAX_NAME + 1], stored[TARGET_MAX_NAME + 1];
 	size_t n, i;
+	bool differ;
 
 	if (!eq || eq == name_value)
 		return WHY("must be NAME=VALUE (e.g. env=production)");
@@ -80,14 +121,23 @@ int targets_check_label(const char *name_value, char *why, size_t len)
 		return WHY("the name is longer than %d bytes", TARGET_MAX_NAME);
 	memcpy(name, name_value, n);
 	name[n] = '\0';
-	if (!label_name_valid(name))
-		return WHY("'%s' is not a label name: use [a-zA-Z_][a-zA-Z0-9_]*, not starting "
-			   "with __",
-			   name);
+	if (label_name_store(name, n, stored, sizeof(stored))) {
+		label_name_suggest(name, n, stored, sizeof(stored));
+		return WHY("'%.64s' is not a label name every Pyroscope takes (1.x refuses it): "
+			   "use letters, digits, '_' and '.' ([a-zA-Z_.][a-zA-Z0-9_.]*; a '.' is "
+			   "sent as '_'), e.g. '%.64s'",
+			   name, stored);
+	}
+	differ = strcmp(name, stored) != 0;
+	if (!strncmp(stored, "__", 2))
+		return WHY("'%.64s'%s%.64s%s: names starting with __ are reserved for the server",
+			   name, differ ? " (stored as " : "", differ ? stored : "",
+			   differ ? ")" : "");
 	for (i = 0; i < ARRAY_SIZE(reserved); i++)
-		if (!strcmp(name, reserved[i]))
-			return WHY("'%s' is set by ignis itself%s", name,
-				   i == 0 ? "; use --service-name-rule" : "");
+		if (!strcmp(stored, reserved[i]))
+			return WHY("'%.64s'%s%s%s is set by ignis itself%s", name,
+				   differ ? " (stored as " : "", differ ? reserved[i] : "",
+				   differ ? ")" : "", i == 0 ? "; use --service-name-rule" : "");
 	if (!eq[1])
 		return WHY("the value of '%s' is empty", name);
 	if (strlen(eq + 1) > TARGET_MAX_VALUE)
@@ -99,6 +149,13 @@ int targets_check_label(const char *name_value, char *why, size_t len)
 			   "cannot carry",
 			   name);
 	return 0;
+}
+
+int targets_label_name(const char *name_value, char *out, size_t size)
+{
+	const char *eq = strchr(name_value, '=');
+
+	return eq ? label_name_store(name_value, (size_t)(eq - name_value), out, size) : -EINVAL;
 }
 
 int targets_check_rule(const char *rule, char *why, size_t len)
@@ -173,6 +230,7 @@ struct targets *targets__new(const struct targets_opts *opts)
 		return NULL;
 	hashmap__init(&t->index, hash_key, equal_key);
 	t->hostname = strdup(opts->hostname ? opts->hostname : "localhost");
+	t->container_id = opts->container_id;
 	t->rules = calloc(opts->nr_rules + 1, sizeof(*t->rules));
 	t->labels = calloc(opts->nr_labels + 1, sizeof(*t->labels));
 	if (!t->hostname || !t->rules || !t->labels)
@@ -199,7 +257,11 @@ struct targets *targets__new(const struct targets_opts *opts)
 			goto err_out;
 		}
 		eq = strchr(opts->labels[i], '=');
+		/* As Pyroscope stores it: service.version is sent as service_version. */
 		t->labels[i].name = strndup(opts->labels[i], (size_t)(eq - opts->labels[i]));
+		if (t->labels[i].name && !opts->names_as_given)
+			targets_label_name(opts->labels[i], t->labels[i].name,
+					   (size_t)(eq - opts->labels[i]) + 1);
 		t->labels[i].value = strdup(eq + 1);
 		t->nr_labels++;
 		if (!t->labels[i].name || !t->labels[i].value) {
@@ -353,6 +415,8 @@ int64_t targets__resolve(struct targets *t, uint64_t window, const struct target
 		if (p->pod->container[0])
 			l[nr++] = (struct target_label){ "container", (char *)p->pod->container };
 	}
+	if (t->container_id && p->meta && p->meta->container_id[0])
+		l[nr++] = (struct target_label){ "container_id", (char *)p->meta->container_id };
 	for (i = 0; i < t->nr_labels; i++)
 		l[nr++] = t->labels[i];
 	for (i = 0; i < nr && !err; i++)

@@ -7,7 +7,8 @@
  *   service_name  from the first rule that applies (below)
  *   hostname      NODE_NAME (--node-name), else the host's name
  *   namespace, pod, container   where Kubernetes names the process's pod
- *   static labels (--label name=value), in the order given
+ *   container_id  the cgroup's container id, with targets_opts.container_id only
+ *   static labels (--label name=value), in the order given, names as Pyroscope stores them
  *
  * service_name, first match wins: an explicit --service-name-rule (exe:GLOB=NAME or
  * comm:GLOB=NAME, fnmatch(3) globs, in the order given); the pod's pyroscope.io/service_name
@@ -38,7 +39,8 @@ struct proc_meta;
 /* Pyroscope's limit on label names per series, sample labels included (PROTOCOLS.md 2.2). */
 #define TARGET_MAX_LABELS 30
 /* Labels the agent sets itself, and the sample labels a user may opt into. */
-#define TARGET_FIXED_LABELS  6 /* __name__ service_name hostname namespace pod container */
+#define TARGET_FIXED_LABELS 6 /* __name__ service_name hostname namespace pod container */
+/* ...and container_id where asked for (OTLP, which has no label limit): l[] has room. */
 #define TARGET_SAMPLE_LABELS 2 /* comm thread_name */
 #define TARGET_MAX_STATIC    (TARGET_MAX_LABELS - TARGET_FIXED_LABELS - TARGET_SAMPLE_LABELS)
 #define TARGET_MAX_NAME	     1024 /* bytes */
@@ -75,6 +77,10 @@ struct targets_opts {
 	size_t nr_rules;
 	char *const *labels; /* "name=value", checked */
 	size_t nr_labels;
+	bool container_id;   /* also container_id (the full id from the cgroup), after the
+			    * Kubernetes labels: OTLP's container.id resource attribute */
+	bool names_as_given; /* static labels keep their names as given (service.version), for
+			      * OTLP's attributes; else as Pyroscope stores them (service_version) */
 };
 
 struct targets;
@@ -109,11 +115,28 @@ const char *targets__service_name(const struct targets *t, const struct target_p
 /* Replace characters outside [A-Za-z0-9_.-/] with '_'; "" becomes "unknown". */
 void service_name_sanitize(const char *in, char *out, size_t size);
 
-/* Config checks: 0, or -EINVAL with what is allowed written into why (len bytes). */
+/* Config checks: 0, or -EINVAL with what is allowed written into why (len bytes). A label's
+ * name is checked as label_name_store() converts it, and refused when it is (or becomes) a
+ * name ignis sets itself or starts with __. */
 int targets_check_rule(const char *rule, char *why, size_t len);
 int targets_check_label(const char *name_value, char *why, size_t len);
 
-/* Whether name is a valid label name for us: [a-zA-Z_][a-zA-Z0-9_]*, not __*. */
+/* Whether name is a label name as ignis sends it: [a-zA-Z_][a-zA-Z0-9_]*, not __*. */
 bool label_name_valid(const char *name);
+
+/*
+ * A label name a user gives (the first n bytes of name) as Pyroscope stores it, into out
+ * (size bytes, NUL-terminated): OTel-style dots become '_' (service.version ->
+ * service_version), as the server's label sanitization does (grafana/pyroscope PR 3335,
+ * SanitizeLegacyLabelName in pkg/validation/validate.go). Every server since 1.0 stores the
+ * result under the same name, and query clients without UTF-8 support see it. Names the
+ * sanitizing server refuses (other characters, a leading digit, empty, longer than
+ * TARGET_MAX_NAME) give -EINVAL, as does an out too small. Does not refuse __* names:
+ * targets_check_label() does.
+ */
+int label_name_store(const char *name, size_t n, char *out, size_t size);
+
+/* The stored name (label_name_store()) of a "NAME=VALUE" option: 0, or -EINVAL. */
+int targets_label_name(const char *name_value, char *out, size_t size);
 
 #endif /* IGNIS_TARGETS_H */

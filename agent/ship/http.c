@@ -177,6 +177,27 @@ double http_parse_retry_after(const char *value, time_t now)
 	return v > 0 ? v : 0;
 }
 
+/* Split one header line "Name: value\r\n" for the caller's callback. */
+static void pass_header(const struct http_request *req, const char *data, size_t len)
+{
+	char line[8192], *colon, *v, *end;
+
+	if (!req->on_header || len >= sizeof(line))
+		return;
+	memcpy(line, data, len);
+	line[len] = '\0';
+	colon = strchr(line, ':');
+	if (!colon || colon == line)
+		return; /* the status line, or the blank line that ends a block */
+	*colon = '\0';
+	for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+		;
+	end = v + strlen(v);
+	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	req->on_header(req->header_ctx, line, v);
+}
+
 static size_t on_header(char *data, size_t size, size_t n, void *ctx)
 {
 	struct transfer *t = ctx;
@@ -188,6 +209,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ctx)
 		line[len - 12] = '\0';
 		t->resp->retry_after_sec = http_parse_retry_after(line, time(NULL));
 	}
+	pass_header(t->req, data, len);
 	return len;
 }
 
@@ -217,6 +239,19 @@ static char *read_token(const char *path)
 	if (!n)
 		return NULL;
 	return strdup(buf);
+}
+
+/*
+ * libcurl before 8.0 fails the second request on a reused cleartext HTTP/2 connection made
+ * with prior knowledge ("Error in the HTTP2 framing layer": curl/curl#10634, fixed by
+ * curl/curl#10643 in 8.0.0; Debian 12 ships 7.88.1). There, each such request opens a fresh
+ * connection. TLS connections (ALPN) are reused.
+ */
+static bool prior_knowledge_reuse_broken(void)
+{
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+
+	return !v || v->version_num < 0x080000;
 }
 
 static int map_error(CURLcode rc)
@@ -278,7 +313,13 @@ int http_client__perform(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(e, CURLOPT_URL, req->url);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	/* Prior knowledge means h2 without Upgrade for http://; https:// still negotiates by
+	 * ALPN, and a server that picks HTTP/1.1 there is refused below. */
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+			 (long)(req->http2_only ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE :
+						  CURL_HTTP_VERSION_2TLS));
+	if (req->http2_only && !strncmp(req->url, "http://", 7) && prior_knowledge_reuse_broken())
+		curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)c->o.connect_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
 			 (long)(req->timeout_ms ? req->timeout_ms : c->o.timeout_ms));
@@ -314,7 +355,16 @@ int http_client__perform(struct http_client *c, const struct http_request *req,
 
 	rc = curl_easy_perform(e);
 	if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.aborted_by_body)) {
+		long version = 0;
+
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &resp->status);
+		curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+		if (req->http2_only && version != CURL_HTTP_VERSION_2_0) {
+			err = -EPROTO;
+			resp->status = 0;
+			snprintf(resp->error, sizeof(resp->error),
+				 "the server answered in HTTP/1.x, not HTTP/2");
+		}
 	} else {
 		err = map_error(rc);
 		snprintf(resp->error, sizeof(resp->error), "%s",

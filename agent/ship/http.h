@@ -37,6 +37,13 @@ struct http_opts {
 /* Called with each chunk of the response body; return false to abort the transfer. */
 typedef bool (*http_body_fn)(void *ctx, const char *data, size_t len);
 
+/*
+ * Called with each response header and trailer (HTTP/2 trailers come after the body, through
+ * the same call): the name as sent, the value without surrounding blanks, both NUL-terminated
+ * and borrowed for the call only. Lines longer than 8 KiB are not passed.
+ */
+typedef void (*http_header_fn)(void *ctx, const char *name, const char *value);
+
 struct http_request {
 	const char *method; /* "GET" or "POST" */
 	const char *url;
@@ -48,6 +55,11 @@ struct http_request {
 	void *ctx;
 	unsigned int timeout_ms;  /* 0: the client's */
 	const atomic_bool *abort; /* a flag that aborts the transfer when set, or NULL */
+	/* HTTP/2 only (gRPC): cleartext with prior knowledge (RFC 9113 3.3), over TLS by ALPN;
+	 * a server that does not answer in HTTP/2 fails the request with -EPROTO. */
+	bool http2_only;
+	http_header_fn on_header; /* every response header and trailer, or NULL */
+	void *header_ctx;
 };
 
 struct http_response {

@@ -242,3 +242,34 @@ out:
 	free(body);
 	free(url);
 }
+
+/* ---- The encoder (encoder.h) ------------------------------------------------------------- */
+
+static void *encoder_open(const struct encoder_opts *o)
+{
+	struct pyroscope_opts po = {
+		.url = o->url,
+		.api = o->pyroscope_ingest ? PYROSCOPE_INGEST : PYROSCOPE_PUSH,
+		.http = o->http,
+	};
+
+	return pyroscope__new(&po);
+}
+
+static void encoder_close(void *client)
+{
+	pyroscope__free(client);
+}
+
+static void encoder_send(void *client, const struct upload *u, const atomic_bool *abort,
+			 struct send_result *r)
+{
+	pyroscope__send(client, u, abort, r);
+}
+
+const struct encoder_ops pyroscope_encoder = {
+	.name = "pyroscope",
+	.open = encoder_open,
+	.close = encoder_close,
+	.send = encoder_send,
+};

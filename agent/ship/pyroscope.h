@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "encoder.h"
 #include "http.h"
 #include "common/ignis.h"
 #include "uploader.h"
@@ -53,5 +54,8 @@ char *pyroscope_ingest_url(const char *base, const struct upload *u);
 
 /* Classify a response: status (0: transport failure err, a negative errno) and body. */
 void pyroscope_classify(long status, int err, const char *body, struct send_result *r);
+
+/* The encoder (encoder.h): push, or /ingest with encoder_opts.pyroscope_ingest. */
+extern const struct encoder_ops pyroscope_encoder;
 
 #endif /* IGNIS_PYROSCOPE_H */

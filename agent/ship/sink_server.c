@@ -8,6 +8,9 @@
 #include "http.h"
 #include "operate/log.h"
 #include "profile/profile.h"
+#include "encoder.h"
+#include "otlp.h"
+#include "parca.h"
 #include "pyroscope.h"
 #include "sink_server.h"
 #include "profile/split.h"
@@ -23,32 +26,66 @@ struct server_sink {
 	struct targets *targets;
 	struct uploader *uploader;
 	struct http_opts http;
-	struct pyroscope_opts pyro;
+	const struct encoder_ops *encoder;
+	struct encoder_opts enc;
 	struct split_opts split;
 	char *password; /* wiped at free */
 	uint64_t profiles_split, samples_folded;
 };
 
+static const struct encoder_ops *const encoders[SERVER_PROTOCOLS] = {
+	[SERVER_PYROSCOPE] = &pyroscope_encoder,
+	[SERVER_PARCA] = &parca_encoder,
+	[SERVER_OTLP] = &otlp_encoder,
+};
+
+/* The uploader's sender over the chosen encoder: one client per worker. */
+struct sender {
+	const struct encoder_ops *ops;
+	void *client;
+};
+
 static void *sender_open(void *ctx)
 {
-	return pyroscope__new(ctx);
+	const struct server_sink *s = ctx;
+	struct sender *snd = calloc(1, sizeof(*snd));
+
+	if (!snd)
+		return NULL;
+	snd->ops = s->encoder;
+	snd->client = s->encoder->open(&s->enc);
+	if (!snd->client) {
+		int err = errno;
+
+		free(snd);
+		errno = err;
+		return NULL;
+	}
+	return snd;
 }
 
 static void sender_close(void *sender)
 {
-	pyroscope__free(sender);
+	struct sender *snd = sender;
+
+	if (!snd)
+		return;
+	snd->ops->close(snd->client);
+	free(snd);
 }
 
 static void sender_send(void *sender, const struct upload *u, const atomic_bool *abort,
 			struct send_result *r)
 {
-	pyroscope__send(sender, u, abort, r);
+	struct sender *snd = sender;
+
+	snd->ops->send(snd->client, u, abort, r);
 }
 
 /* What the sink cannot work with; the configuration said what to fix before. */
 static bool opts_usable(const struct server_sink_opts *o)
 {
-	return OPTS_VALID(o) && o->url &&
+	return OPTS_VALID(o) && o->url && (unsigned int)o->protocol < SERVER_PROTOCOLS &&
 	       (!strncmp(o->url, "http://", 7) || !strncmp(o->url, "https://", 8)) &&
 	       !o->tls_cert_file == !o->tls_key_file &&
 	       (!o->basic_auth_user || o->basic_auth_password);
@@ -68,9 +105,11 @@ static void set_up(struct server_sink *s, const struct server_sink_opts *o)
 	s->http.tenant_id = o->tenant_id;
 	s->http.headers = o->headers;
 	s->http.nr_headers = o->nr_headers;
-	s->pyro.url = o->url;
-	s->pyro.api = o->ingest ? PYROSCOPE_INGEST : PYROSCOPE_PUSH;
-	s->pyro.http = &s->http;
+	s->encoder = encoders[o->protocol];
+	s->enc.url = o->url;
+	s->enc.pyroscope_ingest = o->ingest;
+	s->enc.timeout_ms = s->http.timeout_ms;
+	s->enc.http = &s->http;
 	s->split.sample_labels = (const char *const *)o->sample_labels;
 	s->split.nr_sample_labels = o->nr_sample_labels;
 	s->split.max_samples = o->max_profile_samples;
@@ -102,6 +141,8 @@ struct server_sink *server_sink__new(const struct server_sink_opts *opts)
 	to.nr_rules = opts->nr_service_name_rules;
 	to.labels = opts->labels;
 	to.nr_labels = opts->nr_labels;
+	to.container_id = opts->protocol == SERVER_OTLP;   /* container.id, a resource attribute */
+	to.names_as_given = opts->protocol == SERVER_OTLP; /* attributes keep OTel's dots */
 	s->targets = targets__new(&to);
 	if (!s->targets) {
 		err = errno;
@@ -116,7 +157,7 @@ struct server_sink *server_sink__new(const struct server_sink_opts *opts)
 	uo.max_age_ns = opts->max_age_sec * NSEC_PER_SEC;
 	uo.backoff_min_ns = BACKOFF_MIN_NS;
 	uo.backoff_max_ns = BACKOFF_MAX_NS;
-	uo.sender = (struct sender_ops){ sender_open, sender_close, sender_send, &s->pyro };
+	uo.sender = (struct sender_ops){ sender_open, sender_close, sender_send, s };
 	s->uploader = uploader__new(&uo);
 	if (!s->uploader) {
 		err = errno;
@@ -132,7 +173,15 @@ struct server_sink *server_sink__new(const struct server_sink_opts *opts)
 				opts->spool_dir ? opts->spool_dir : "", strerror(err));
 		goto err_out;
 	}
-	pr_info("sending profiles to %s (%s API)%s%s", opts->url, opts->ingest ? "ingest" : "push",
+	if (opts->protocol == SERVER_OTLP)
+		pr_warn("--server-protocol otlp is experimental: OpenTelemetry profiles are in "
+			"development, sent as opentelemetry-proto " OTLP_PROTO_RELEASE
+			" defines them; a Collector built for a release before v1.10.0 "
+			"misreads or refuses them");
+	pr_info("sending profiles to %s (%s%s)%s%s", opts->url, s->encoder->name,
+		opts->protocol != SERVER_PYROSCOPE ? "" :
+		opts->ingest			   ? ", ingest API" :
+						     ", push API",
 		opts->spool_dir ? ", spool in " : "", opts->spool_dir ? opts->spool_dir : "");
 	return s;
 err_out:

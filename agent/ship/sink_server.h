@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The server sink: each window's profile, split into one pprof per target (targets.c,
- * split.c), queued for Grafana Pyroscope (uploader.c, pyroscope.c, http.c). It owns the
+ * split.c), queued for a profiling server (uploader.c) and sent by the encoder of its
+ * protocol (encoder.h: Grafana Pyroscope, Parca or OpenTelemetry profiles) over http.c. It owns the
  * targets table the window builder resolves into. It knows no configuration: the settings
  * that only make sense together (credentials, TLS files) are checked with the others when
  * the configuration is loaded (config_check()), so that a mistake is a config error, not a
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "common/ignis.h"
+#include "encoder.h"
 #include "uploader.h"
 
 struct profile;
@@ -39,9 +41,10 @@ struct server_sink;
  */
 struct server_sink_opts {
 	size_t sz;
-	const char *url;      /* http:// or https:// base URL, e.g. http://pyroscope:4040 */
-	bool ingest;	      /* Pyroscope's /ingest API instead of push */
-	const char *hostname; /* the hostname label; NULL: "localhost" */
+	const char *url; /* http:// or https:// base URL, e.g. http://pyroscope:4040 */
+	bool ingest;	 /* Pyroscope's /ingest API instead of push */
+	enum server_protocol protocol; /* the encoder; 0: Pyroscope */
+	const char *hostname;	       /* the hostname label; NULL: "localhost" */
 	/* Naming (targets.h), as targets_check_rule() and targets_check_label() accept them. */
 	char *const *service_name_rules; /* "exe:GLOB=NAME", "comm:GLOB=NAME" */
 	size_t nr_service_name_rules;

@@ -320,13 +320,20 @@ static void settle(struct uploader *u, struct upload *e, const struct send_resul
 						u->backoff_ns * 2 :
 						u->o.backoff_max_ns;
 			u->backoff_gen++;
-			pr_warn_ratelimited(3, 300,
-					    "upload of %s failed (%s%s%s): retrying in %.1f s, "
-					    "%" PRIu64 " profiles queued",
-					    service_of(e), r->status ? "HTTP " : "",
-					    r->status ? "" : r->message,
-					    r->status ? r->message : "", (double)pause / 1e9,
-					    u->st.queued);
+			if (r->what[0])
+				pr_warn_ratelimited(3, 300,
+						    "upload of %s failed (%s: %s): retrying in "
+						    "%.1f s, %" PRIu64 " profiles queued",
+						    service_of(e), r->what, r->message,
+						    (double)pause / 1e9, u->st.queued);
+			else
+				pr_warn_ratelimited(3, 300,
+						    "upload of %s failed (%s%s%s): retrying in "
+						    "%.1f s, %" PRIu64 " profiles queued",
+						    service_of(e), r->status ? "HTTP " : "",
+						    r->status ? "" : r->message,
+						    r->status ? r->message : "",
+						    (double)pause / 1e9, u->st.queued);
 		}
 		break;
 	case SEND_DROP:
@@ -334,9 +341,14 @@ static void settle(struct uploader *u, struct upload *e, const struct send_resul
 		if (!e->tq->rejected_logged_ns ||
 		    now - e->tq->rejected_logged_ns >= REJECT_LOG_EVERY_NS) {
 			e->tq->rejected_logged_ns = now;
-			pr_warn("upload of %s refused, HTTP %ld: %s (profile dropped; not retried; "
-				"logged once an hour per service)",
-				service_of(e), r->status, r->message);
+			if (r->what[0])
+				pr_warn("upload of %s refused, %s: %s (profile dropped; not "
+					"retried; logged once an hour per service)",
+					service_of(e), r->what, r->message);
+			else
+				pr_warn("upload of %s refused, HTTP %ld: %s (profile dropped; not "
+					"retried; logged once an hour per service)",
+					service_of(e), r->status, r->message);
 		}
 		drop_entry(u, e, DROP_REJECTED);
 		break;

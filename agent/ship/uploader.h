@@ -3,7 +3,8 @@
  * Delivery of profiles to a server, off the drain path (DESIGN.md requirement 10).
  *
  * The main loop enqueues one gzip'd pprof per target per window and returns at once; worker
- * threads (one per request in flight) send them through a sender (pyroscope.c) and keep:
+ * threads (one per request in flight) send them through a sender (one of the encoders of
+ * encoder.h: pyroscope.c, parca.c, otlp.c) and keep:
  *
  *  - at-least-once delivery with per-target order: a target's profiles go one at a time,
  *    oldest first, and one stays queued until the server accepted it (a duplicate only
@@ -86,6 +87,8 @@ struct send_result {
 	double retry_after_sec; /* the server's Retry-After, or -1 */
 	size_t bytes;		/* request body bytes */
 	char message[256];	/* the server's or the transport's words, printable */
+	char what[48]; /* the answer as the protocol names it ("gRPC UNAVAILABLE"), or "": the
+			* HTTP status is logged */
 };
 
 /* A sender: one per worker thread (libcurl handles are per thread). */

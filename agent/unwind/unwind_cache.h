@@ -37,10 +37,16 @@ enum unwind_table_state {
  * rows may be evicted to make room for another table. */
 #define UNWIND_COLD_WINDOWS 2
 
-/* A file a process ran a table's object from, as BPF sees mm->exe_file. */
+/* A file a process ran or mapped a table's object from, as BPF sees mm->exe_file or a
+ * VMA's file. */
 struct unwind_exe_ref {
 	struct ignis_unwind_exe_key key;
 	bool in_map; /* unwind_exes[key] is written */
+	/* The file at key as the agent holds it (0 when unknown): BPF's check where the build
+	 * ID is not in memory yet (struct ignis_unwind_exe). */
+	uint64_t size;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
 };
 
 struct unwind_table {
@@ -79,10 +85,10 @@ struct unwind_table {
 	uint32_t row_start, nr_rows;
 	uint64_t base; /* ELF address of row pc 0 */
 	bool fresh;    /* just uploaded: its processes are published again */
-	/* As a process's main executable (unwind_exes), for the samples before the process
+	/* As a file a process runs or maps (unwind_exes), for the samples before the process
 	 * is published: what identifies it in memory, taken while the object was held. */
-	bool exe_layout; /* text_vaddr, build_id_vaddr and build_id are known */
-	uint64_t text_vaddr, build_id_vaddr;
+	bool exe_layout; /* text_*, build_id_vaddr and build_id are known */
+	uint64_t text_vaddr, text_offset, text_size, build_id_vaddr;
 	uint8_t build_id[20];
 	uint32_t build_id_len;
 	struct unwind_exe_ref *exe_refs; /* keys of unwind_exes that are this table */

@@ -71,8 +71,9 @@ static int upload(int fd, uint32_t start, const void *values, size_t value_size,
 }
 
 /*
- * unwind_exes: the files (as mm->exe_file shows them to BPF) that a process ran this table's
- * object from, for the samples of later processes of those files before they are published.
+ * unwind_exes: the files (as mm->exe_file or a VMA's file shows them to BPF) that a process
+ * ran or mapped this table's object from, for the samples of later processes of those files
+ * before they are published.
  * One build may sit at several keys (copies, one image in several containers); one key has
  * one table, the latest build seen there (a file rewritten in place). Best effort: a full
  * map leaves those first samples to frame pointers, and the next capture tries again.
@@ -85,12 +86,17 @@ static void exe_write(struct unwinder *u, struct unwind_table *t, struct unwind_
 		return;
 	e.key = r->key;
 	e.text_vaddr = t->text_vaddr;
+	e.text_offset = t->text_offset;
+	e.text_size = t->text_size;
 	e.base = t->base;
 	e.build_id_vaddr = t->build_id_vaddr;
 	e.row_start = t->row_start;
 	e.nr_rows = t->nr_rows;
 	memcpy(e.build_id, t->build_id, t->build_id_len);
 	e.build_id_len = t->build_id_len;
+	e.size = r->size;
+	e.mtime_sec = r->mtime_sec;
+	e.mtime_nsec = r->mtime_nsec;
 	if (bpf_map_update_elem(u->opts.exes_fd, &r->key, &e, BPF_ANY)) {
 		pr_debug("unwinder: cannot enter executable %s: %s", t->key, strerror(errno));
 		return;
@@ -132,8 +138,9 @@ static void exe_remove_all(struct unwinder *u, struct unwind_table *t)
 }
 
 void unwinder__want_exe(struct unwinder *u, struct unwind_table *t,
-			const struct ignis_unwind_exe_key *key)
+			const struct ignis_unwind_exe_key *key, const struct sym_object *file)
 {
+	struct unwind_exe_ref ref = { .key = *key };
 	struct hashmap_entry *he;
 	size_t i;
 
@@ -159,7 +166,9 @@ void unwinder__want_exe(struct unwinder *u, struct unwind_table *t,
 	if (grow_array((void **)&t->exe_refs, &t->cap_exe_refs, t->nr_exe_refs + 1,
 		       sizeof(*t->exe_refs)))
 		return;
-	t->exe_refs[t->nr_exe_refs] = (struct unwind_exe_ref){ .key = *key };
+	if (sym_object__file_stamp(file, &ref.size, &ref.mtime_sec, &ref.mtime_nsec))
+		ref.size = 0; /* no stamp: the build ID in memory only */
+	t->exe_refs[t->nr_exe_refs] = ref;
 	exe_write(u, t, &t->exe_refs[t->nr_exe_refs++]);
 }
 
@@ -220,7 +229,9 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 	 * then do not split the room a large one needs. */
 	while ((start = n >= u->opts.max_rows / 16 ? extents__alloc_high(&u->rows, n) :
 						     extents__alloc(&u->rows, n)) < 0) {
-		if (extents__deferred(&u->rows) >= n)
+		/* A table no process uses (they went while it was built) displaces none: it
+		 * waits, and the caller drops it. */
+		if (!t->users || extents__deferred(&u->rows) >= n)
 			return -EAGAIN;
 		if (unwind_cache__evict(&u->cache))
 			u->st.tables_evicted++;

@@ -76,12 +76,13 @@ void unwinder__free(struct unwinder *u)
 	free(u);
 }
 
-/* Keep what identifies t's object in memory as a main executable (unwind_exes), while the
- * object is held; then drop the object if the key does not need it alive. */
+/* Keep what identifies t's object in a process's memory (unwind_exes), while the object is
+ * held; then drop the object if the key does not need it alive. */
 static void keep_exe_layout(struct unwind_table *t, int err)
 {
 	if (!err && t->by_build_id &&
-	    !sym_object__exe_layout(t->obj, &t->text_vaddr, &t->build_id_vaddr)) {
+	    !sym_object__exe_layout(t->obj, &t->text_vaddr, &t->build_id_vaddr) &&
+	    !sym_object__text_segment(t->obj, &t->text_offset, &t->text_vaddr, &t->text_size)) {
 		const uint8_t *id;
 		size_t n = sym_object__build_id(t->obj, &id);
 
@@ -246,7 +247,14 @@ static int image_mappings(struct unwinder *u, const struct proc_image *img,
 			struct ignis_unwind_exe_key key = { .ino = img->exe_inode,
 							    .dev = img->exe_dev };
 
-			unwinder__want_exe(u, maps[n].table, &key);
+			unwinder__want_exe(u, maps[n].table, &key, m->object);
+		}
+		/* Every mapped file, as the VMA's file shows it to BPF (bpf_find_vma()), for
+		 * the next process's samples before it is published. */
+		if (m->inode && m->dev && (m->inode != img->exe_inode || m->dev != img->exe_dev)) {
+			struct ignis_unwind_exe_key key = { .ino = m->inode, .dev = m->dev };
+
+			unwinder__want_exe(u, maps[n].table, &key, m->object);
 		}
 		n++;
 	}
@@ -363,12 +371,23 @@ void unwinder__poll(struct unwinder *u)
 	for (done = unwind_builder__take_done(u->builder); done; done = next) {
 		next = done->next_job;
 		done->next_job = NULL;
-		if (!done->users) {
+		if (!done->users && !done->by_build_id) {
 			/* Every process that wanted it went meanwhile. */
 			unwind_cache__remove(&u->cache, done);
 			continue;
 		}
 		table_built(u, done);
+		/* Kept too: a table that does not fit, remembered (not built and logged again
+		 * for the next process of the file). */
+		if (!done->users && done->state != UNWIND_TABLE_READY && !done->no_room) {
+			unwind_cache__remove(&u->cache, done);
+			continue;
+		}
+		/* A table with a build ID is kept even when its processes went while it was
+		 * built, as after its last user, if it fits without evicting another (READY,
+		 * then evicted by use): the next process of the file (a compiler, run again and
+		 * again for a fraction of a second each) finds it, also before it is published,
+		 * rather than having it built again. */
 		done->fresh = done->state == UNWIND_TABLE_READY;
 		any |= done->fresh;
 	}

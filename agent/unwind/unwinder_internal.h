@@ -55,10 +55,11 @@ struct unwinder {
 
 /*
  * Put a built table's rows into unwind_rows (evicting unused tables, then cold ones in use, to
- * make room), then its waiting unwind_exes entries; on success it is READY and its built
- * rows are freed. Returns 0, -EAGAIN (room comes free at the next grace period: it waits),
- * -ENOSPC (no room even after evicting every unused and cold table), -E2BIG (too large for
- * the map) or the map update's -errno.
+ * make room; a table no process uses displaces none), then its waiting unwind_exes entries;
+ * on success it is READY and its built rows are freed. Returns 0, -EAGAIN (room comes free
+ * at the next grace period: it waits; or t has no user and no room), -ENOSPC (no room even
+ * after evicting every unused and cold table), -E2BIG (too large for the map) or the map
+ * update's -errno.
  */
 int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
 
@@ -82,11 +83,11 @@ bool unwinder__evict_blockers(struct unwinder *u, const struct unwind_table *t);
 /* The unload callback of u's cache: remove t's unwind_exes entries, defer its rows. */
 void unwinder__unload_table(void *ctx, struct unwind_table *t);
 
-/* A process runs t's object as its main executable, which BPF sees at key: enter the key in
- * unwind_exes (now if t is ready, else when it is), taking it from another table. Best
- * effort: failures leave the first samples to frame pointers. */
+/* A process runs or maps t's object from file (an object the caller holds), which BPF sees
+ * at key: enter the key in unwind_exes (now if t is ready, else when it is), taking it from
+ * another table. Best effort: failures leave the first samples to frame pointers. */
 void unwinder__want_exe(struct unwinder *u, struct unwind_table *t,
-			const struct ignis_unwind_exe_key *key);
+			const struct ignis_unwind_exe_key *key, const struct sym_object *file);
 
 /* Write p's mappings whose tables are ready into unwind_maps, then its unwind_procs entry;
  * unpublish it when none is ready. A full map or an allocation failure unpublishes it and

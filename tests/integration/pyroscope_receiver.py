@@ -8,8 +8,26 @@ MUST rules of section 7 and the server limits of section 6, more strictly than P
 so that a mistake of the agent shows up as a rejection the tests can see. Failures (statuses,
 Retry-After, hanging or dropped connections) can be scripted per request.
 
+Labels are the exception: they follow the server exactly, so that a client that works with
+Pyroscope works here (tests/integration/test_pyroscope_sdk.py runs Grafana's own Node.js SDK
+against it). Read from grafana/pyroscope at commit 3fe6a457a320 (2026-08-21, after v2.2.1):
+`ValidateLabels` and `SanitizeLegacyLabelName` in pkg/validation/validate.go (defaults in
+pkg/validation/limits.go), the service_name fallback in `pushSeries`
+(pkg/distributor/distributor.go), sample labels merged into the series in
+pkg/model/pprofsplit/pprof_split.go, the /ingest `name` syntax in api/model/labelset/ and its
+labels in `createLabels` (pkg/og/convert/pprof/profile.go). Two server settings give two
+rules for label names, chosen per Receiver by `sanitize_label_names`:
+
+- False (the default, as Pyroscope 2.x: `validation.disable-label-sanitization` is true since
+  v2.0.0, PR 5038): any non-empty valid UTF-8 name is stored as sent (`otel.scope.name`).
+- True (Pyroscope 1.7 to 1.x, PR 3335, or 2.x with sanitization turned on): names of
+  [a-zA-Z0-9_.] not starting with a digit are taken, each '.' stored as '_'
+  (`otel_scope_name`); a name that then equals another one is dropped if the values agree
+  and refused if not; any other name is refused ("invalid label name").
+
 Run this file to self-test the receiver without the agent."""
 import base64
+import bisect
 import dataclasses
 import gzip
 import http.client
@@ -40,8 +58,11 @@ CONNECT_CODES = {400: "invalid_argument", 401: "unauthenticated", 403: "permissi
                  429: "resource_exhausted", 499: "canceled", 500: "internal",
                  501: "unimplemented", 503: "unavailable", 504: "deadline_exceeded"}
 
-LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")     # what ignis sends (PROTOCOLS.md 2.2)
+SANITIZABLE_NAME = re.compile(r"[a-zA-Z_.][a-zA-Z0-9_.]*")
+SERVICE_NAME_FALLBACK = "unknown_service"
+# Sample labels the server keeps out of the series (pprof_split.go; profile_id is renamed).
+SAMPLE_LABELS_NOT_SERIES = ("trace_id", "span_id", "profile_id")
 APP_NAME = re.compile(r"[A-Za-z0-9_.\-/]+")
 APP_KEY = re.compile(r"[A-Za-z0-9_.]+")
 
@@ -371,66 +392,185 @@ def validate_pprof(profile, raw_len, now_ns=None):
                               f"{t}, now: {now}, window: -1h .. +10m)")
 
 
-def validate_labels(pairs):
-    """Check a series' (name, value) pairs per §2.2 (strict form); returns them as a dict."""
-    if len(pairs) > MAX_LABEL_NAMES:
-        raise ValidationError(f"series has {len(pairs)} labels, more than {MAX_LABEL_NAMES}")
-    labels = {}
-    for name, value in pairs:
-        if not utf8_ok(name) or not LABEL_NAME.fullmatch(name):
-            raise ValidationError(f"invalid label name {name!r}")
-        if name in labels:
-            raise ValidationError(f"duplicate label name {name!r}")
+def labels_string(pairs):
+    """The label set as the server's messages print it (LabelPairsString)."""
+    return "{" + ", ".join(f'{n}="{v}"' for n, v in sorted(pairs)) + "}"
+
+
+def sanitize_label_name(name):
+    """SanitizeLegacyLabelName: the name as the sanitizing server stores it ('.' → '_'), or
+    None when that server refuses it."""
+    return name.replace(".", "_") if SANITIZABLE_NAME.fullmatch(name) else None
+
+
+def with_service_name(pairs):
+    """pushSeries: a series without service_name (or with an empty one) gets
+    service_name="unknown_service" appended before validation."""
+    if dict(pairs).get("service_name", ""):
+        return list(pairs)
+    return list(pairs) + [("service_name", SERVICE_NAME_FALLBACK)]
+
+
+def validate_labels(pairs, sanitize=False):
+    """ValidateLabels (pkg/validation/validate.go) on a series' (name, value) pairs: returns the
+    labels as the server stores them, a dict; raises ValidationError with the server's
+    message where it refuses. `sanitize` is the server's label sanitization (see the module's
+    docstring)."""
+    ls = sorted(pairs, key=lambda p: p[0].encode("utf-8", "surrogateescape"))
+    if not ls:
+        raise ValidationError("error at least one label pair is required per profile")
+    if len(ls) > MAX_LABEL_NAMES:
+        raise ValidationError(f"profile series '{labels_string(ls)}' has {len(ls)} label "
+                              f"names; limit {MAX_LABEL_NAMES}")
+    metric = dict(ls).get("__name__", "")
+    if not metric or not utf8_ok(metric):
+        raise ValidationError(f"invalid labels '{labels_string(ls)}' with error: invalid "
+                              f"metric name")
+    if not dict(ls).get("service_name", ""):
+        raise ValidationError(f"invalid labels '{labels_string(ls)}' with error: service "
+                              f"name is not provided")
+    last, idx = None, 0
+    while idx < len(ls):
+        name, value = ls[idx]
         if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-            raise ValidationError(f"label name {name[:40]!r}... longer than {MAX_NAME_BYTES} B")
-        if not utf8_ok(value):
-            raise ValidationError(f"label {name}: value is not valid UTF-8")
+            raise ValidationError(f"profile with labels '{labels_string(ls)}' has label name "
+                                  f"too long: '{name}'")
         if len(value.encode("utf-8", "surrogateescape")) > MAX_VALUE_BYTES:
-            raise ValidationError(f"label {name}: value longer than {MAX_VALUE_BYTES} B")
-        labels[name] = value
-    metric = labels.get("__name__")
-    if metric is None:
-        raise ValidationError("invalid metric name: __name__ is missing")
-    if not METRIC_NAME.fullmatch(metric):
-        raise ValidationError(f"invalid metric name {metric!r}")
-    return labels
+            raise ValidationError(f"profile with labels '{labels_string(ls)}' has label "
+                                  f"value too long: '{value}'")
+        if not sanitize:
+            if not name or not utf8_ok(name):
+                raise ValidationError(f"invalid labels '{labels_string(ls)}' with error: "
+                                      f"invalid label name '{name}'")
+        else:
+            stored = sanitize_label_name(name)
+            if stored is None:
+                raise ValidationError(f"invalid labels '{labels_string(ls)}' with error: "
+                                      f"invalid label name '{name}'")
+            if stored != name:
+                # handleSanitizedLabel: the renamed label takes its sorted place, and the
+                # walk goes on from there or from where the old name was, whichever is
+                # first; a label already there with the same value absorbs it, another
+                # value is refused.
+                rest = ls[:idx] + ls[idx + 1:]
+                same = [v for n, v in rest if n == stored]
+                if same and same[0] != value:
+                    raise ValidationError(
+                        f"profile with labels '{labels_string(ls)}' has duplicate label name "
+                        f"'{stored}' after label name sanitization from '{name}'")
+                if not same:
+                    keys = [n.encode("utf-8", "surrogateescape") for n, _ in rest]
+                    ins = bisect.bisect_left(keys, stored.encode())
+                    rest.insert(ins, (stored, value))
+                    idx = min(idx, ins)
+                ls = rest
+                last = ls[idx - 1][0] if idx else None
+                continue
+        if not utf8_ok(value):
+            raise ValidationError(f"invalid labels '{labels_string(ls)}' with error: invalid "
+                                  f"label value '{value}'")
+        if name == last:
+            raise ValidationError(f"profile with labels '{labels_string(ls)}' has duplicate "
+                                  f"label name: '{name}'")
+        last = name
+        idx += 1
+    return dict(ls)
+
+
+def series_label_sets(pairs, profile, sanitize=False):
+    """pprofsplit.VisitSampleSeries: the label sets the server stores a profile under. Without
+    sample string labels (trace_id, span_id and profile_id aside) that is the series' own;
+    else one per distinct set of them, each merged into the series labels (a series label
+    wins over a sample label of the same name) and validated. Returns [(stored labels, sample
+    indices)]; raises ValidationError as the first refused set does."""
+    groups = {}
+    for i, sample in enumerate(profile["samples"]):
+        key = tuple(sorted((k, v) for k, v in sample["labels"].items()
+                           if isinstance(v, str) and v != "" and k is not None
+                           and k not in SAMPLE_LABELS_NOT_SERIES))
+        groups.setdefault(key, []).append(i)
+    if not profile["samples"]:
+        return []
+    if len(groups) == 1 and () in groups:
+        return [(validate_labels(pairs, sanitize), groups[()])]
+    out = []
+    for key, samples in groups.items():
+        merged, have = list(pairs), {n for n, v in pairs if v != ""}
+        for name, value in key:
+            if name not in have:
+                merged.append((name, value))
+                have.add(name)
+        out.append((validate_labels(merged, sanitize), samples))
+    return out
 
 
 def parse_app_name(name):
-    """The /ingest `name` parameter (§1.2) → (app name, [(key, value)]); ValidationError when
-    it is malformed. __* keys other than __session_id__ are dropped; __name__ is reserved."""
-    app, brace, rest = name.partition("{")
-    app = app.strip()
-    if not APP_NAME.fullmatch(app):
-        raise ValidationError(f"invalid application name {app!r}")
-    pairs = []
-    if brace:
-        body, close, _ = rest.partition("}")
-        if not close:
-            raise ValidationError(f"missing '}}' in name {name!r}")
-        for item in body.split(","):
-            if not item.strip():
+    """The /ingest `name` parameter (§1.2) as labelset.Parse reads it
+    (api/model/labelset/labelset.go, validate.go) → (service name, [(key, value)] as
+    createLabels keeps them: __* keys dropped but __session_id__); ValidationError (answered
+    400) where that parser refuses: a service name outside [A-Za-z0-9_.-/], a label name
+    outside [A-Za-z0-9_.], an empty one. Its quirks are the server's: a value not closed by
+    ',' or '}' is dropped, a key without '=' is ignored, {__name__=x} renames the service."""
+    def refuse(what, text, c):
+        raise ValidationError(f"name: invalid {what}: {text}: character is not allowed: {c!r}")
+
+    labels, key, value, state = {}, "", "", "name"
+    for c in name + "{":
+        if state == "name":
+            if c != "{":
+                value += c
                 continue
-            key, eq, value = item.partition("=")
-            key, value = key.strip(), value.strip()
-            if not eq or not APP_KEY.fullmatch(key):
-                raise ValidationError(f"invalid label {item!r} in name")
-            if key == "__name__":
-                raise ValidationError("__name__ is a reserved key")
-            if key.startswith("__") and key != "__session_id__":
+            service = value.strip()
+            if not service:
+                raise ValidationError("name: service name is required")
+            for ch in service:
+                if not APP_NAME.fullmatch(ch):
+                    refuse("service name", service, ch)
+            labels["__name__"] = service
+            state = "set"
+        elif state == "set":
+            if c == "}":
+                state = "done"
+            elif c == "=":
+                state, value = "value", ""
+            else:
+                key += c
+        elif state == "value":
+            if c not in ",}":
+                value += c
                 continue
-            pairs.append((key, value))
-    return app, pairs
+            state, key = "set", key.strip()
+            if key != "__name__":
+                if not key:
+                    raise ValidationError("name: label name is required")
+                for ch in key:
+                    if not APP_KEY.fullmatch(ch):
+                        refuse("label name", key, ch)
+            labels[key] = value.strip()
+            key = ""
+    service = labels.pop("__name__")
+    return service, [(k, v) for k, v in labels.items()
+                      if not k.startswith("__") or k == "__session_id__"]
 
 
 def metric_name(sample_type):
-    """__name__ derived from the sample types (§1.5, simplified)."""
+    """__name__ derived from the sample types (§1.5; RawProfile.metricName in
+    pkg/og/convert/pprof/profile.go, without its per-spy display names)."""
     types = [t or "" for t, _ in sample_type]
     if "wall" in types:
         return "wall"
-    if any("cpu" in t for t in types):
-        return "process_cpu"
-    return "unknown"
+    for t in types:
+        if "cpu" in t:
+            return "process_cpu"
+        if "alloc_" in t or "inuse_" in t or t in ("space", "objects"):
+            return "memory"
+        if "mutex_" in t:
+            return "mutex"
+        if "block_" in t:
+            return "block"
+        if "goroutines" in t:
+            return "goroutines"
+    return types[-1] if types else ""
 
 
 def parse_from(text, now_ns):
@@ -639,11 +779,12 @@ class Receiver:
     """A Pyroscope double on 127.0.0.1 and an ephemeral port (kept across stop()/start()).
 
     Programmable attributes (change them any time, ideally under `lock` or via program()):
-    script, reject_services, require_tenant, require_basic, require_bearer.
+    script, reject_services, require_tenant, require_basic, require_bearer,
+    sanitize_label_names (False: Pyroscope 2.x's default; True: 1.x's, see the module).
     Records (read them under `lock` or via the helpers): requests, accepted, rejected,
     protocol_errors, tls_failures."""
 
-    def __init__(self, tls=None):
+    def __init__(self, tls=None, sanitize_label_names=False):
         self.lock = threading.RLock()
         self.ssl_context = None
         if tls is not None:
@@ -652,6 +793,7 @@ class Receiver:
         self.script = []
         self.reject_services = {}
         self.require_tenant = self.require_basic = self.require_bearer = None
+        self.sanitize_label_names = sanitize_label_names
         self.requests, self.accepted, self.rejected, self.protocol_errors = [], [], [], []
         self.tls_failures = 0
         self.port = 0
@@ -703,7 +845,7 @@ class Receiver:
         with self.lock:
             for name, value in settings.items():
                 if name not in ("script", "reject_services", "require_tenant",
-                                "require_basic", "require_bearer"):
+                                "require_basic", "require_bearer", "sanitize_label_names"):
                     raise AttributeError(name)
                 setattr(self, name, value)
 
@@ -797,11 +939,14 @@ class Receiver:
         s = series[0]
         if not s.samples:
             raise _Reply(400, "series without samples", protocol=True)
+        with self.lock:
+            sanitize = self.sanitize_label_names
+        pairs = with_service_name(s.labels)
         try:
-            labels = validate_labels(s.labels)
+            labels = validate_labels(pairs, sanitize)
         except ValidationError as e:
             raise _Reply(400, e.message, labels=dict(s.labels)) from None
-        service = labels.get("service_name", "unknown_service")
+        service = labels.get("service_name", SERVICE_NAME_FALLBACK)
         record["service_name"] = service
         profiles = []
         for raw, _ in s.samples:
@@ -809,12 +954,14 @@ class Receiver:
                 data = gunzip_limited(raw)
                 profile = decode_pprof(data)
                 validate_pprof(profile, len(data))
+                stored = series_label_sets(pairs, profile, sanitize)
             except (ValidationError, DecodeError) as e:
                 raise _Reply(400, str(e), labels=labels) from None
-            profiles.append((raw, profile))
+            profiles.append((raw, profile, stored))
         self._reject_service(service, labels)
-        for raw, profile in profiles:
-            self._accept(labels, service, profile, raw, arrival, "push", headers, {})
+        for raw, profile, stored in profiles:
+            self._accept(labels, service, profile, raw, arrival, "push", headers, {},
+                         s.labels, stored)
 
     def _ingest(self, body, query, headers, arrival, record):
         params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
@@ -831,21 +978,29 @@ class Receiver:
             pairs.insert(0, ("service_name", app))
         labels = dict(pairs)
         record["service_name"] = labels["service_name"]
+        with self.lock:
+            sanitize = self.sanitize_label_names
         try:
             data = gunzip_limited(body)
             profile = decode_pprof(data)
-            pairs.append(("__name__", metric_name(profile["sample_type"])))
-            labels = validate_labels(pairs)
+            # createLabels: __name__ from the sample types, __delta__, pyroscope_spy.
+            pairs += [("__name__", metric_name(profile["sample_type"])),
+                      ("__delta__", "false"),
+                      ("pyroscope_spy", params.get("spyName") or "unknown")]
+            sent = list(pairs)
+            pairs = with_service_name(pairs)
+            labels = validate_labels(pairs, sanitize)
             now = time.time_ns()
             if profile["time_nanos"] < 365 * 86400 * 10**9:      # 0 or in 1970: fixTime
                 profile["time_nanos"] = parse_from(params.get("from"), now)
             validate_pprof(profile, len(data), now)
+            stored = series_label_sets(pairs, profile, sanitize)
         except (ValidationError, DecodeError) as e:
             raise _Reply(422, str(e), labels=labels) from None
         self._reject_service(labels["service_name"], labels)
-        query_info = {k: params.get(k) for k in ("from", "until", "spyName")}
+        query_info = {k: params.get(k) for k in ("from", "until", "spyName", "sampleRate")}
         self._accept(labels, labels["service_name"], profile, body, arrival, "ingest", headers,
-                     query_info)
+                     query_info, sent, stored)
 
     def _reject_service(self, service, labels):
         with self.lock:
@@ -853,12 +1008,18 @@ class Receiver:
         if status is not None:
             raise _Reply(status, "rejected by test", labels=labels)
 
-    def _accept(self, labels, service, profile, raw, arrival, endpoint, headers, query):
+    def _accept(self, labels, service, profile, raw, arrival, endpoint, headers, query,
+                sent_labels, series):
+        """Record one accepted profile: `labels` the series labels as stored, `sent_labels`
+        the (name, value) pairs as the client sent them (for /ingest: as the server derived
+        them from the query), `series` [(stored labels, sample indices)] per label set the
+        server splits the profile into (series_label_sets)."""
         with self.lock:
             self.accepted.append({"labels": labels, "service_name": service, "profile": profile,
                                   "raw": raw, "time_nanos": profile["time_nanos"],
                                   "time": arrival, "endpoint": endpoint, "headers": headers,
-                                  "query": query})
+                                  "query": query, "sent_labels": list(sent_labels),
+                                  "series": series})
 
     # -- helpers for the tests -----------------------------------------------------------------
 
@@ -931,6 +1092,7 @@ def _self_test():
     pprof = encode_pprof({("leaf", "main"): 3, ("other", "main"): 2})
     good = [("__name__", "process_cpu"), ("service_name", "svc")]
 
+    label_rules_self_test()
     with Receiver() as r:
         push = r.url + PUSH_PATH
         status, _, body = _post(push, encode_push_request(good, pprof), proto)
@@ -946,7 +1108,17 @@ def _self_test():
         status, _, body = _post(push, encode_push_request(good, bad), proto)
         expect(status == 400 and b"string_table" in body, f"bad string table: {status} {body}")
         status, _, body = _post(push, encode_push_request(good + [("a-b", "1")], pprof), proto)
-        expect(status == 400 and b"invalid_argument" in body, f"label a-b: {status} {body}")
+        expect(status == 200 and r.accepted[-1]["labels"]["a-b"] == "1",
+               f"label a-b (2.x keeps UTF-8 names): {status} {body}")
+        r.program(sanitize_label_names=True)
+        status, _, body = _post(push, encode_push_request(good + [("a-b", "1")], pprof), proto)
+        expect(status == 400 and b"invalid_argument" in body
+               and b"invalid label name 'a-b'" in body, f"label a-b: {status} {body}")
+        status, _, body = _post(push, encode_push_request(good + [("a.b", "1")], pprof), proto)
+        expect(status == 200 and r.accepted[-1]["labels"].get("a_b") == "1"
+               and ("a.b", "1") in r.accepted[-1]["sent_labels"], f"label a.b: {status} {body}")
+        r.program(sanitize_label_names=False)
+        del r.accepted[1:]
         old = encode_pprof({("f",): 1}, time_nanos=time.time_ns() - 2 * 3600 * 10**9)
         status, _, body = _post(push, encode_push_request(good, old), proto)
         expect(status == 400 and b"outside of ingestion window" in body, f"old: {status}")
@@ -986,11 +1158,17 @@ def _self_test():
                                 "&spyName=ebpfspy", pprof, {"Content-Type": "application/octet"})
         expect(status == 200, f"ingest: {status} {body}")
         a = r.accepted[before]
-        expect(a["labels"] == {"service_name": "app", "k": "v", "__name__": "process_cpu"}
+        expect(a["labels"] == {"service_name": "app", "k": "v", "__name__": "process_cpu",
+                               "__delta__": "false", "pyroscope_spy": "ebpfspy"}
                and a["endpoint"] == "ingest" and a["query"]["spyName"] == "ebpfspy",
                f"ingest labels {a['labels']}")
-        status, _, _ = _post(r.url + "/ingest?name=app%7Bk%3Dv&format=pprof", pprof)
+        status, _, body = _post(r.url + "/ingest?name=app%7Bk-1%3Dv%7D&format=pprof", pprof)
+        expect(status == 400 and b"invalid label name" in body, f"ingest k-1: {status} {body}")
+        status, _, _ = _post(r.url + "/ingest?name=app%21&format=pprof", pprof)
         expect(status == 400, f"ingest bad name: {status}")
+        status, _, _ = _post(r.url + "/ingest?name=app%7Bk%3Dv&format=pprof", pprof)
+        expect(status == 200 and "k" not in r.accepted[-1]["labels"],
+               f"ingest unclosed label (the server drops it): {status}")
         status, _, _ = _post(r.url + "/ingest?name=app&format=pprof", bad)
         expect(status == 422, f"ingest bad profile: {status}")
 
@@ -1039,6 +1217,93 @@ def _self_test():
                                  context=ctx)
             expect(status == 200, f"TLS push after a failed handshake: {status}")
     print("receiver self-test: OK")
+
+
+def _name_cases():
+    """parse_app_name on the server parser's cases: name → (service, pairs) or an error."""
+    return [
+        ("app", ("app", [])),
+        ("app{}", ("app", [])),
+        (" ns/app-1.2 {a=1, b.c = x y ,}", ("ns/app-1.2", [("a", "1"), ("b.c", "x y")])),
+        ("app{k}", ("app", [])),
+        ("app{k=v", ("app", [])),
+        ("app{__name__=other,__x__=1,__session_id__=9}", ("other", [("__session_id__", "9")])),
+        ("app{9k=1}", ("app", [("9k", "1")])),
+        ("app{k-1=v}", "name: invalid label name: k-1: character is not allowed: '-'"),
+        ("app{=v}", "name: label name is required"),
+        ("app!{}", "name: invalid service name: app!: character is not allowed: '!'"),
+        ("{a=1}", "name: service name is required"),
+    ]
+
+
+def label_rules_self_test():
+    """The label rules against cases worked out from the server's code (module docstring):
+    (pairs, sanitize, stored labels or the start of the refusal's message)."""
+    base = [("__name__", "process_cpu"), ("service_name", "svc")]
+    cases = [
+        (base + [("otel.scope.name", "x")], False, {"otel.scope.name": "x"}),
+        (base + [("otel.scope.name", "x")], True, {"otel_scope_name": "x"}),
+        (base + [("caf\u00e9", "1")], False, {"caf\u00e9": "1"}),
+        (base + [("caf\u00e9", "1")], True, "invalid labels"),
+        (base + [("9a", "1")], False, {"9a": "1"}),
+        (base + [("9a", "1")], True, "invalid labels"),
+        (base + [(".x", "1")], True, {"_x": "1"}),
+        (base + [("a.b", "1"), ("a_b", "1")], True, {"a_b": "1"}),
+        (base + [("a.b", "1"), ("a_b", "2")], True, "profile with labels"),
+        (base + [("a.b", "1"), ("a.b", "2")], True, "profile with labels"),
+        (base + [("a.b", "1"), ("a.b", "2")], False, "profile with labels"),
+        (base + [("b.c", "1"), ("a.z", "2"), ("a_y", "3")], True,
+         {"b_c": "1", "a_z": "2", "a_y": "3"}),
+        (base + [("", "1")], False, "invalid labels"),
+        (base + [("k", "\udcff")], False, "invalid labels"),
+        (base + [("k" * 1025, "1")], False, "profile with labels"),
+        (base + [("k", "v" * 2049)], False, "profile with labels"),
+        (base + [(f"l{i}", "v") for i in range(29)], False, "profile series"),
+        ([("service_name", "svc")], False, "invalid labels"),
+        ([("__name__", "a-b:c"), ("service_name", "svc")], False,
+         {"__name__": "a-b:c", "service_name": "svc"}),
+        (with_service_name([("__name__", "x")]), False,
+         {"__name__": "x", "service_name": "unknown_service"}),
+        (with_service_name([("__name__", "x"), ("service.name", "s")]), True,
+         "profile with labels"),
+        (with_service_name([("__name__", "x"), ("service.name", "s")]), False,
+         {"__name__": "x", "service.name": "s", "service_name": "unknown_service"}),
+    ]
+    for pairs, sanitize, want in cases:
+        try:
+            got = validate_labels(pairs, sanitize)
+        except ValidationError as e:
+            got = e.message
+        if isinstance(want, dict):
+            want = dict(base, **want) if "__name__" not in want else want
+            ok = got == want
+        else:
+            ok = isinstance(got, str) and got.startswith(want)
+        if not ok:
+            raise AssertionError(f"validate_labels({pairs[-3:]}, sanitize={sanitize}): "
+                                 f"{str(got)[:200]!r}, want {str(want)[:200]!r}")
+    for name, want in _name_cases():
+        try:
+            got = parse_app_name(name)
+        except ValidationError as e:
+            got = e.message
+        if got != want:
+            raise AssertionError(f"parse_app_name({name!r}): {got!r}, want {want!r}")
+    # Sample labels join the series (the series wins; trace_id and span_id stay out).
+    prof = {"samples": [{"labels": {"thread.name": "a", "service_name": "other",
+                                    "span_id": "1"}},
+                        {"labels": {}}]}
+    got = series_label_sets(base, prof, True)
+    want = [(dict(base, thread_name="a"), [0]), (dict(base), [1])]
+    if got != want:
+        raise AssertionError(f"series_label_sets: {got} != {want}")
+    prof["samples"][1]["labels"] = {"bad-name": "x"}
+    try:
+        series_label_sets(base, prof, True)
+        raise AssertionError("a refused sample label name was taken")
+    except ValidationError:
+        pass
+    return len(cases) + len(_name_cases())
 
 
 def _try(fn):

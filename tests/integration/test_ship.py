@@ -126,7 +126,10 @@ def test_three_services_one_series_each():
             want = {t: per[pid] for t, per in local.items() if pid in per}
             check(received(rx, name) == want,
                   f"{name}: received {received(rx, name)} != local {want}")
-            check(sum(want.values()) > 200, f"{name}: only {sum(want.values())} samples")
+            # The comparison above is exact; this only makes sure there was something to
+            # compare. Three 5 s spinners on two CPUs get ~330 samples each on a quiet
+            # machine, far fewer when other work shares the CPUs: ask for 20.
+            check(sum(want.values()) > 20, f"{name}: only {sum(want.values())} samples")
         # The independent parser reads what the server stored, with the hot function named.
         out = go_pprof(["-top", "-symbolize=none",
                         rx.write_accepted(tmpdir())[0]])

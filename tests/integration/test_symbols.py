@@ -303,8 +303,8 @@ def test_debuginfod_fetches_off_the_drain_path():
 
 def test_go_method_names():
     """A Go binary: its hot method named as Go spells it, main.(*Mixer).Churn, on a stack that
-    reaches runtime.main. (Churn is a frameless leaf, so a frame-pointer walk goes from it
-    to main.run's caller: main.run itself is skipped until .eh_frame unwinding.)"""
+    reaches runtime.main. (Churn is a frameless leaf: its caller main.run comes from the
+    unwind rows of Go's pcsp tables, tests/integration/test_go.py.)"""
     agent, _, pid = run_with_agent([workload("gomethods"), "3"])
     total = hot = 0
     for prof in profiles_of(agent):

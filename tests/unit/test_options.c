@@ -7,6 +7,8 @@
 
 #include "../../agent/operate/config.h"
 #include "../../agent/operate/options.h"
+#include "../../agent/profile/targets.h"
+#include "../../agent/ship/encoder.h"
 
 static int parse(struct agent_config *cfg, const char *line, char *err, size_t size)
 {
@@ -37,10 +39,11 @@ static void test_defaults_and_values(void **state)
 	assert_null(cfg.output_dir);
 	config_fini(&cfg);
 
-	assert_int_equal(parse(&cfg, "--frequency 997 --interval 2m --duration 30 --pid 12 "
-				     "--pid 34 --no-kernel --top 5 --output-dir /tmp/x "
-				     "--output-max-bytes 10MiB --output-max-age 2d --log-level debug "
-				     "--event cycles --symbol-cache-size 1G --max-stacks 4096",
+	assert_int_equal(parse(&cfg,
+			       "--frequency 997 --interval 2m --duration 30 --pid 12 "
+			       "--pid 34 --no-kernel --top 5 --output-dir /tmp/x "
+			       "--output-max-bytes 10MiB --output-max-age 2d --log-level debug "
+			       "--event cycles --symbol-cache-size 1G --max-stacks 4096",
 			       err, sizeof(err)),
 			 0);
 	assert_int_equal(cfg.frequency_hz, 997);
@@ -57,6 +60,20 @@ static void test_defaults_and_values(void **state)
 	assert_int_equal(cfg.event, SAMPLER_EVENT_CYCLES);
 	assert_int_equal(cfg.symbol_cache_bytes, 1ULL << 30);
 	assert_int_equal(cfg.max_stacks, 4096);
+	config_fini(&cfg);
+
+	/* The server's protocol: Pyroscope unless said. */
+	assert_int_equal(parse(&cfg, "", err, sizeof(err)), 0);
+	assert_int_equal(cfg.server_protocol, SERVER_PYROSCOPE);
+	config_fini(&cfg);
+	assert_int_equal(parse(&cfg, "--server-protocol parca", err, sizeof(err)), 0);
+	assert_int_equal(cfg.server_protocol, SERVER_PARCA);
+	config_fini(&cfg);
+	assert_int_equal(parse(&cfg, "--server-protocol otlp", err, sizeof(err)), 0);
+	assert_int_equal(cfg.server_protocol, SERVER_OTLP);
+	config_fini(&cfg);
+	assert_int_not_equal(parse(&cfg, "--server-protocol grpc", err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "must be pyroscope, parca or otlp"));
 	config_fini(&cfg);
 }
 
@@ -164,8 +181,9 @@ static void test_precedence(void **state)
 	char *path = write_yaml("# the file\nfrequency: 250\ninterval: 30\npid: [1, 2]\n"
 				"no_kernel: yes\noutput_dir: /from/file\ntop: 3\n");
 	char cfg_env[128], err[256] = "", *out = NULL;
-	char *envp[] = { cfg_env, "IGNIS_INTERVAL=20", "IGNIS_PID=7,8,9", "IGNIS_TOP=4",
-			 "NODE_NAME=node-a", "UNRELATED=1", NULL };
+	char *envp[] = { cfg_env,	"IGNIS_INTERVAL=20", "IGNIS_PID=7,8,9",
+			 "IGNIS_TOP=4", "NODE_NAME=node-a",  "UNRELATED=1",
+			 NULL };
 	struct agent_config cfg;
 	size_t len = 0;
 	FILE *f;
@@ -173,14 +191,14 @@ static void test_precedence(void **state)
 	(void)state;
 	snprintf(cfg_env, sizeof(cfg_env), "IGNIS_CONFIG=%s", path);
 	assert_int_equal(load(&cfg, "--top 5 --pid 42", envp, err, sizeof(err)), 0);
-	assert_int_equal(cfg.frequency_hz, 250);	/* file */
-	assert_int_equal(cfg.interval_sec, 20);		/* environment over file */
-	assert_int_equal(cfg.top, 5);			/* flag over environment */
-	assert_int_equal(cfg.nr_pids, 1);		/* a list comes whole from one source */
+	assert_int_equal(cfg.frequency_hz, 250); /* file */
+	assert_int_equal(cfg.interval_sec, 20);	 /* environment over file */
+	assert_int_equal(cfg.top, 5);		 /* flag over environment */
+	assert_int_equal(cfg.nr_pids, 1);	 /* a list comes whole from one source */
 	assert_int_equal(cfg.pids[0], 42);
 	assert_false(cfg.kernel_stacks);
 	assert_string_equal(cfg.output_dir, "/from/file");
-	assert_string_equal(cfg.node_name, "node-a");	/* third-party variable */
+	assert_string_equal(cfg.node_name, "node-a"); /* third-party variable */
 	assert_string_equal(cfg.config_file, path);
 
 	/* --print-config says where each value came from. */
@@ -207,16 +225,86 @@ static void test_precedence(void **state)
 	unlink(path);
 }
 
+/* --label names as Pyroscope takes them, from the command line and the file: OTel-style dots
+ * taken (sent as '_'), what the server refuses refused with the fix, and names that are one
+ * label once stored refused as given twice. */
+static void test_label_names(void **state)
+{
+	static const struct {
+		const char *args;
+		const char *message; /* NULL: accepted */
+	} cases[] = {
+		{ "--label service.version=1.2", NULL },
+		{ "--label service.version=1.2 --label env=ci", NULL },
+		{ "--label team-name=core", "e.g. 'team_name'" },
+		{ "--label 9lives=x", "e.g. '_9lives'" },
+		{ "--label service.name=x", "use --service-name-rule" },
+		{ "--label a.b=1 --label a_b=2", "'a.b' and 'a_b' are both a_b in Pyroscope" },
+		{ "--label a.b=1 --label a.b=1", "'a.b' is given twice" },
+	};
+	char *path = write_yaml("label: [deployment.environment=prod, region=eu]\n");
+	char cfg_env[128], err[512];
+	char *envp[] = { cfg_env, NULL };
+	struct agent_config cfg;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		memset(err, 0, sizeof(err));
+		if (!cases[i].message) {
+			assert_int_equal(parse(&cfg, cases[i].args, err, sizeof(err)), 0);
+			assert_string_equal(cfg.labels[0], "service.version=1.2");
+		} else {
+			assert_int_equal(parse(&cfg, cases[i].args, err, sizeof(err)), -EINVAL);
+			if (!strstr(err, cases[i].message))
+				fail_msg("%s: message \"%s\" lacks \"%s\"", cases[i].args, err,
+					 cases[i].message);
+			assert_ptr_equal(strchr(err, '\n'), err + strlen(err) - 1);
+		}
+		config_fini(&cfg);
+	}
+	/* Sample labels by their OTel name too, kept as Pyroscope stores them. */
+	assert_int_equal(parse(&cfg,
+			       "--sample-labels thread.name --sample-labels thread_name "
+			       "--sample-labels comm",
+			       err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.nr_sample_labels, 2);
+	assert_string_equal(cfg.sample_labels[0], "thread_name");
+	assert_string_equal(cfg.sample_labels[1], "comm");
+	config_fini(&cfg);
+	assert_int_equal(parse(&cfg, "--sample-labels thread-name", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "must be comm or thread_name"));
+	config_fini(&cfg);
+	assert_int_equal(parse(&cfg, "--sample-labels pid", err, sizeof(err)), -EINVAL);
+	config_fini(&cfg);
+
+	snprintf(cfg_env, sizeof(cfg_env), "IGNIS_CONFIG=%s", path);
+	assert_int_equal(load(&cfg, "", envp, err, sizeof(err)), 0);
+	assert_int_equal(cfg.nr_labels, 2);
+	assert_string_equal(cfg.labels[0], "deployment.environment=prod");
+	config_fini(&cfg);
+	unlink(path);
+	path = write_yaml("label: [k8s/app=x]\n");
+	snprintf(cfg_env, sizeof(cfg_env), "IGNIS_CONFIG=%s", path);
+	memset(err, 0, sizeof(err));
+	assert_int_equal(load(&cfg, "", envp, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "e.g. 'k8s_app'"));
+	config_fini(&cfg);
+	unlink(path);
+}
+
 static void test_config_errors(void **state)
 {
 	static const struct {
-		const char *yaml;	/* NULL: use env */
+		const char *yaml; /* NULL: use env */
 		const char *env;
 		const char *message;
 	} bad[] = {
 		{ "frequency: 10\nbogus_key: 1\n", NULL, ":2: bogus_key: unknown setting" },
 		{ "output-dir: /x\n", NULL, ":1: output-dir: unknown setting" },
-		{ "frequency: [1, 2]\n", NULL, ":1: frequency: expected a single value, not a list" },
+		{ "frequency: [1, 2]\n", NULL,
+		  ":1: frequency: expected a single value, not a list" },
 		{ "frequency:\n", NULL, ":1: frequency: needs a value" },
 		{ "interval: 0\n", NULL, ":1: interval: 0: must be a duration" },
 		{ "frequency: 10\nfrequency: 20\n", NULL, ":2: frequency: given twice" },
@@ -227,10 +315,13 @@ static void test_config_errors(void **state)
 		{ "print_config: true\n", NULL, "print_config: unknown setting" },
 		{ "a: &x 1\nb: *x\n", NULL, "unknown setting" },
 		{ NULL, "IGNIS_FREQENCY=1", "environment IGNIS_FREQENCY: unknown setting" },
-		{ NULL, "IGNIS_FREQUENCY=fast", "environment IGNIS_FREQUENCY: fast: must be a whole" },
+		{ NULL, "IGNIS_FREQUENCY=fast",
+		  "environment IGNIS_FREQUENCY: fast: must be a whole" },
 		{ NULL, "IGNIS_PID=1,,2", "environment IGNIS_PID: empty item" },
-		{ NULL, "IGNIS_HELP=1", "environment IGNIS_HELP: --help is a command-line action only" },
-		{ NULL, "IGNIS_CONFIG=/nonexistent.yaml", "--config /nonexistent.yaml: cannot read it" },
+		{ NULL, "IGNIS_HELP=1",
+		  "environment IGNIS_HELP: --help is a command-line action only" },
+		{ NULL, "IGNIS_CONFIG=/nonexistent.yaml",
+		  "--config /nonexistent.yaml: cannot read it" },
 		{ NULL, "IGNIS_METRICS_ADDRESS=9400", "must be HOST:PORT" },
 	};
 	struct agent_config cfg;
@@ -269,8 +360,8 @@ struct check_files {
 	char pw[48], empty[48], lines[48], long_pw[48], cert[48];
 };
 
-static void make_file(char *path, size_t size, const char *dir, const char *name,
-		      const char *text, size_t repeat)
+static void make_file(char *path, size_t size, const char *dir, const char *name, const char *text,
+		      size_t repeat)
 {
 	FILE *f;
 
@@ -338,16 +429,17 @@ static void test_check_combinations(void **state)
 	char out[512];
 	size_t i, n = 0;
 
-#define BAD(env_, line_, ...)                                                           \
-	do {                                                                            \
-		snprintf(bad[n].args, sizeof(bad[n].args), __VA_ARGS__);                \
-		bad[n].env = env_;                                                      \
-		snprintf(bad[n].line, sizeof(bad[n].line), "%s", line_);                \
-		n++;                                                                    \
+#define BAD(env_, line_, ...)                                            \
+	do {                                                             \
+		snprintf(bad[n].args, sizeof(bad[n].args), __VA_ARGS__); \
+		bad[n].env = env_;                                       \
+		snprintf(bad[n].line, sizeof(bad[n].line), "%s", line_); \
+		n++;                                                     \
 	} while (0)
 	BAD(NULL, "ignis: --tls-ca-file /nonexistent: cannot read it: No such file or directory\n",
 	    "--server-url https://x:1 --tls-ca-file /nonexistent");
-	BAD(NULL, "ignis: --tls-cert-file /nonexistent: cannot read it: No such file or directory\n",
+	BAD(NULL,
+	    "ignis: --tls-cert-file /nonexistent: cannot read it: No such file or directory\n",
 	    "--server-url https://x:1 --tls-cert-file /nonexistent --tls-key-file %s", cf->cert);
 	BAD(NULL, "ignis: --tls-key-file /nonexistent: cannot read it: No such file or directory\n",
 	    "--server-url https://x:1 --tls-cert-file %s --tls-key-file /nonexistent", cf->cert);
@@ -384,6 +476,8 @@ static void test_check_combinations(void **state)
 	    "ignis: --basic-auth-password-file /nonexistent: cannot read it: No such file or "
 	    "directory\n",
 	    "--server-url https://x:1 --basic-auth-user u --basic-auth-password-file /nonexistent");
+	BAD(NULL, "ignis: --pyroscope-api ingest is Pyroscope's: not with --server-protocol otlp\n",
+	    "--server-url http://x:1 --server-protocol otlp --pyroscope-api ingest");
 #undef BAD
 	for (i = 0; i < n; i++) {
 		if (check(&cfg, bad[i].args, bad[i].env, out, sizeof(out)) != -EINVAL)
@@ -401,8 +495,9 @@ static void test_check_combinations(void **state)
 			 "--server-url https://x:1 --basic-auth-user u "
 			 "--basic-auth-password-file %s",
 			 file);
-		snprintf(bad[0].line, sizeof(bad[0].line), "ignis: --basic-auth-password-file %s%s\n",
-			 file, i ? ": longer than 4096 bytes" : " is empty");
+		snprintf(bad[0].line, sizeof(bad[0].line),
+			 "ignis: --basic-auth-password-file %s%s\n", file,
+			 i ? ": longer than 4096 bytes" : " is empty");
 		assert_int_equal(check(&cfg, bad[0].args, NULL, out, sizeof(out)), -EINVAL);
 		assert_string_equal(out, bad[0].line);
 		assert_null(cfg.basic_auth_password);
@@ -487,7 +582,8 @@ static void test_check_warns_about_unsafe_settings(void **state)
 	/* Credentials over http://, the password in a file every user can read. */
 	assert_int_equal(chmod(cf->pw, 0644), 0);
 	snprintf(args, sizeof(args),
-		 "--server-url http://x:1 --basic-auth-user u --basic-auth-password-file %s", cf->pw);
+		 "--server-url http://x:1 --basic-auth-user u --basic-auth-password-file %s",
+		 cf->pw);
 	assert_int_equal(check_warnings(&cfg, args, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "is readable by every user: make it 0600 or 0640"));
 	assert_non_null(strstr(out, "credentials go to http://x:1 in clear text: use https://"));
@@ -562,11 +658,39 @@ static void test_actions(void **state)
 	config_fini(&cfg);
 }
 
-UNIT_MAIN("options", cmocka_unit_test(test_defaults_and_values),
-	  cmocka_unit_test(test_errors), cmocka_unit_test(test_sizes_and_durations),
-	  cmocka_unit_test(test_precedence), cmocka_unit_test(test_config_errors),
+/* /ingest's two extra series labels leave room for two fewer --label than the push API. */
+static void test_ingest_label_count(void **state)
+{
+	char env[512] = "IGNIS_LABEL=", out[512];
+	struct agent_config cfg;
+	size_t n = strlen(env);
+	int i;
+
+	(void)state;
+	for (i = 0; i < TARGET_MAX_STATIC - 2; i++)
+		n += (size_t)snprintf(env + n, sizeof(env) - n, "%sl%d=v", i ? "," : "", i);
+	assert_int_equal(check(&cfg, "--server-url http://x:1 --pyroscope-api ingest", env, out,
+			       sizeof(out)),
+			 0);
+	config_fini(&cfg);
+	snprintf(env + n, sizeof(env) - n, ",l%d=v", i);
+	assert_int_equal(check(&cfg, "--server-url http://x:1", env, out, sizeof(out)), 0);
+	config_fini(&cfg);
+	assert_int_equal(check(&cfg, "--server-url http://x:1 --pyroscope-api ingest", env, out,
+			       sizeof(out)),
+			 -EINVAL);
+	assert_non_null(strstr(out, "at most 20 --label fit in its 30 labels (21 given)"));
+	config_fini(&cfg);
+}
+
+UNIT_MAIN("options", cmocka_unit_test(test_defaults_and_values), cmocka_unit_test(test_errors),
+	  cmocka_unit_test(test_sizes_and_durations), cmocka_unit_test(test_precedence),
+	  cmocka_unit_test(test_config_errors),
 	  cmocka_unit_test_setup_teardown(test_check_combinations, files_setup, files_teardown),
 	  cmocka_unit_test_setup_teardown(test_check_accepts_and_reads_the_password, files_setup,
-	  files_teardown), cmocka_unit_test_setup_teardown(test_check_warns_about_unsafe_settings,
-	  files_setup, files_teardown), cmocka_unit_test(test_reference_lists_every_setting),
-	  cmocka_unit_test(test_check_kubernetes_needs_the_node), cmocka_unit_test(test_actions))
+					  files_teardown),
+	  cmocka_unit_test_setup_teardown(test_check_warns_about_unsafe_settings, files_setup,
+					  files_teardown),
+	  cmocka_unit_test(test_reference_lists_every_setting),
+	  cmocka_unit_test(test_check_kubernetes_needs_the_node), cmocka_unit_test(test_actions),
+	  cmocka_unit_test(test_label_names), cmocka_unit_test(test_ingest_label_count))

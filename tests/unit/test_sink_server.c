@@ -10,6 +10,7 @@
 #include "unit.h"
 
 #include "../../agent/ship/sink_server.h"
+#include "../../agent/collect/metadata.h"
 #include "../../agent/profile/targets.h"
 
 static char *rules[] = { "comm:cart*=cart" };
@@ -48,11 +49,11 @@ static void refused(const struct server_sink_opts *o, const char *what)
 }
 
 /* Valid opts but for the change in __VA_ARGS__ (on o): refused. */
-#define REFUSED(what, ...)              \
-	do {                            \
-		o = valid();            \
-		__VA_ARGS__;            \
-		refused(&o, what);      \
+#define REFUSED(what, ...)         \
+	do {                       \
+		o = valid();       \
+		__VA_ARGS__;       \
+		refused(&o, what); \
 	} while (0)
 
 static void test_refuses_what_it_cannot_use(void **state)
@@ -65,10 +66,12 @@ static void test_refuses_what_it_cannot_use(void **state)
 	REFUSED("another sz", o.sz = sizeof(o) - sizeof(size_t));
 	REFUSED("no URL", o.url = NULL);
 	REFUSED("not http(s)", o.url = "ftp://127.0.0.1:9");
+	REFUSED("an unknown protocol", o.protocol = SERVER_PROTOCOLS);
 	REFUSED("a certificate without its key", o.tls_cert_file = "/etc/hostname");
 	REFUSED("a key without its certificate", o.tls_key_file = "/etc/hostname");
 	REFUSED("a user without a password", o.basic_auth_user = "u");
-	REFUSED("a rule targets_check_rule() refuses", o.service_name_rules = (char *[]){ "bogus" });
+	REFUSED("a rule targets_check_rule() refuses",
+		o.service_name_rules = (char *[]){ "bogus" });
 }
 
 static void test_takes_valid_opts(void **state)
@@ -114,6 +117,39 @@ static void test_takes_valid_opts(void **state)
 	server_sink__free(NULL, 0);
 }
 
+/* container_id rides along only where OTLP sends it as container.id: the Pyroscope and
+ * Parca series keep their labels. */
+static void test_container_id_for_otlp_only(void **state)
+{
+	struct proc_meta meta = { .container_id = "0123456789abcdef0123456789abcdef"
+						  "0123456789abcdef0123456789abcdef" };
+	struct target_process p = { .exe = "/app/cart", .comm = "cart", .meta = &meta };
+	struct server_sink_opts o;
+	struct server_sink *s;
+	const struct target *tg;
+	int proto;
+	uint32_t i;
+
+	(void)state;
+	for (proto = 0; proto < SERVER_PROTOCOLS; proto++) {
+		bool found = false;
+
+		o = valid();
+		o.protocol = (enum server_protocol)proto;
+		s = server_sink__new(&o);
+		assert_non_null(s);
+		assert_int_equal(targets__resolve(server_sink__targets(s), 1, &p), 0);
+		tg = targets__get(server_sink__targets(s), 1, 0);
+		for (i = 0; i < tg->nr_labels; i++)
+			if (!strcmp(tg->labels[i].name, "container_id")) {
+				assert_string_equal(tg->labels[i].value, meta.container_id);
+				found = true;
+			}
+		assert_int_equal(found, proto == SERVER_OTLP);
+		server_sink__free(s, 0);
+	}
+}
+
 static void test_spool_in_use(void **state)
 {
 	char dir[] = "/tmp/ignis-sink-server-XXXXXX", cmd[64];
@@ -145,6 +181,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_what_it_cannot_use),
 		cmocka_unit_test(test_takes_valid_opts),
 		cmocka_unit_test(test_spool_in_use),
+		cmocka_unit_test(test_container_id_for_otlp_only),
 	};
 	int ret;
 

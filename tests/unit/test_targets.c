@@ -150,8 +150,10 @@ static void test_checks(void **state)
 	assert_non_null(strstr(why, "NAME=VALUE"));
 	assert_int_equal(targets_check_label("=x", why, sizeof(why)), -EINVAL);
 	assert_int_equal(targets_check_label("a-b=x", why, sizeof(why)), -EINVAL);
-	assert_non_null(strstr(why, "[a-zA-Z_]"));
+	assert_non_null(strstr(why, "[a-zA-Z_.]"));
+	assert_non_null(strstr(why, "e.g. 'a_b'"));
 	assert_int_equal(targets_check_label("2a=x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "e.g. '_2a'"));
 	assert_int_equal(targets_check_label("__name__=x", why, sizeof(why)), -EINVAL);
 	assert_int_equal(targets_check_label("service_name=x", why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "--service-name-rule"));
@@ -183,6 +185,99 @@ static void test_checks(void **state)
 	assert_false(label_name_valid(""));
 	assert_false(label_name_valid("__x"));
 	assert_false(label_name_valid("a.b"));
+}
+
+/* Label names as Pyroscope takes them (SanitizeLegacyLabelName, pkg/validation/validate.go
+ * of grafana/pyroscope): dots become '_', other characters and a leading digit are refused. */
+static void test_label_names(void **state)
+{
+	static const struct {
+		const char *in, *stored; /* stored NULL: refused */
+	} cases[] = {
+		{ "env", "env" },
+		{ "service.version", "service_version" },
+		{ "otel.scope.name", "otel_scope_name" },
+		{ "k8s.pod.uid", "k8s_pod_uid" },
+		{ ".x", "_x" },
+		{ "a..b.", "a__b_" },
+		{ "_9", "_9" },
+		{ "A9_z", "A9_z" },
+		{ "9a", NULL },
+		{ "a-b", NULL },
+		{ "a/b", NULL },
+		{ "a b", NULL },
+		{ "caf\xc3\xa9", NULL },
+		{ "a:b", NULL },
+		{ "", NULL },
+	};
+	char out[TARGET_MAX_NAME + 1], why[256], arg[64], big[TARGET_MAX_NAME + 2];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		int err = label_name_store(cases[i].in, strlen(cases[i].in), out, sizeof(out));
+
+		if (!cases[i].stored) {
+			assert_int_equal(err, -EINVAL);
+			continue;
+		}
+		assert_int_equal(err, 0);
+		assert_string_equal(out, cases[i].stored);
+		assert_true(label_name_valid(out));
+		snprintf(arg, sizeof(arg), "%s=v", cases[i].in);
+		assert_int_equal(targets_label_name(arg, out, sizeof(out)), 0);
+		assert_string_equal(out, cases[i].stored);
+	}
+	/* Only n bytes are read; out must hold the name. */
+	assert_int_equal(label_name_store("a.b=c", 3, out, sizeof(out)), 0);
+	assert_string_equal(out, "a_b");
+	assert_int_equal(label_name_store("abcd", 4, out, 4), -EINVAL);
+	memset(big, 'a', sizeof(big));
+	assert_int_equal(label_name_store(big, TARGET_MAX_NAME, out, sizeof(out)), 0);
+	assert_int_equal(label_name_store(big, TARGET_MAX_NAME + 1, out, sizeof(out)), -EINVAL);
+
+	/* The option: OTel names taken; what the server refuses, or what becomes a name ignis
+	 * sets or a reserved __ name, refused with the fix. */
+	assert_int_equal(targets_check_label("service.version=1.2", why, sizeof(why)), 0);
+	assert_int_equal(targets_check_label("deployment.environment.name=prod", why, sizeof(why)),
+			 0);
+	assert_int_equal(targets_check_label("service.name=x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "stored as service_name"));
+	assert_non_null(strstr(why, "--service-name-rule"));
+	assert_int_equal(targets_check_label("host.name.x=x", why, sizeof(why)), 0);
+	assert_int_equal(targets_check_label("thread.name=x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "set by ignis"));
+	assert_int_equal(targets_check_label("._x=1", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "stored as __x"));
+	assert_int_equal(targets_check_label("team-name=x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "e.g. 'team_name'"));
+	assert_int_equal(targets_check_label("r\xc3\xa9gion=x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "e.g. 'r_gion'"));
+	assert_int_equal(targets_check_label("app.kubernetes.io/name=x", why, sizeof(why)),
+			 -EINVAL);
+	assert_non_null(strstr(why, "e.g. 'app_kubernetes_io_name'"));
+}
+
+/* A static label with dots is sent under its stored name, in the target's labels. */
+static void test_static_label_stored_name(void **state)
+{
+	char *labels[] = { "service.version=1.2", "env=ci" };
+	struct targets_opts o = { .hostname = "h", .labels = labels, .nr_labels = 2 };
+	struct target_process p = { .exe = "/usr/bin/app", .comm = "app" };
+	struct targets *t = targets__new(&o);
+	const struct target *tg;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(targets__resolve(t, 1, &p), 0);
+	tg = targets__get(t, 1, 0);
+	assert_non_null(tg);
+	assert_int_equal(tg->nr_labels, 5);
+	assert_string_equal(tg->labels[3].name, "service_version");
+	assert_string_equal(tg->labels[3].value, "1.2");
+	assert_string_equal(tg->labels[4].name, "env");
+	assert_non_null(strstr(tg->key, "service_version=1.2\n"));
+	targets__free(t);
 }
 
 static void test_sanitize(void **state)
@@ -252,4 +347,5 @@ static void test_offcpu_series(void **state)
 
 UNIT_MAIN("targets", cmocka_unit_test(test_service_name_order),
 	  cmocka_unit_test(test_resolve_labels_and_interning), cmocka_unit_test(test_checks),
-	  cmocka_unit_test(test_sanitize), cmocka_unit_test(test_offcpu_series))
+	  cmocka_unit_test(test_sanitize), cmocka_unit_test(test_offcpu_series),
+	  cmocka_unit_test(test_label_names), cmocka_unit_test(test_static_label_stored_name))

@@ -45,6 +45,12 @@ static struct {
 	struct ignis_unwind_row rows[17];
 	__u8 mem[MEM_SIZE];
 	__u64 stats[IGNIS_NR_GENS * STAT_NR];
+	/* What lookups by file find (bpf_find_vma() and unwind_exes, in BPF): the process's
+	 * mappings as the kernel has them, whatever is published. */
+	struct ignis_unwind_mapping vmas[4];
+	int nr_vmas;
+	int file_grants; /* lookups the kernel grants; the rest are refused (busy) */
+	int file_lookups;
 } w;
 
 static struct ignis_unwind_mapping synthetic_map;
@@ -83,6 +89,33 @@ static inline long read_user(void *dst, __u32 size, __u64 addr)
 static inline void stat_inc(__u32 g, enum ignis_stat stat)
 {
 	w.stats[g * STAT_NR + stat]++;
+}
+
+/* As unwind_find_file() in bpf/unwind.bpf.c: the VMA holding pc, with its file's table or
+ * without rows; -1 when the lookup is refused, -3 when no VMA holds pc. */
+static inline int lookup_file(struct uw_state *uw, __u64 pc)
+{
+	int i;
+
+	w.file_lookups++;
+	if (w.file_lookups > w.file_grants) {
+		stat_inc(uw->gen, STAT_UNWIND_FILE_BUSY);
+		return -1;
+	}
+	for (i = 0; i < w.nr_vmas; i++) {
+		const struct ignis_unwind_mapping *m = &w.vmas[i];
+
+		if (pc < m->start || pc >= m->end)
+			continue;
+		uw->m_start = m->start;
+		uw->m_end = m->end;
+		uw->m_base = m->base;
+		uw->m_row_start = m->row_start;
+		uw->m_nr_rows = m->nr_rows;
+		stat_inc(uw->gen, m->nr_rows ? STAT_UNWIND_FILE_TABLE : STAT_UNWIND_FILE_NONE);
+		return 0;
+	}
+	return -3;
 }
 
 /* The Python walker's world: a thread's fs base, serials in the order met. */
@@ -198,7 +231,7 @@ struct walk {
 static void walk_run(struct walk *wk)
 {
 	do {
-		wk->end = unwind_frames(&wk->uw, &wk->st);
+		wk->end = unwind_frames(&wk->uw, &wk->st, true);
 		wk->runs++;
 	} while (wk->end == STEP_CONTINUE && wk->runs < 33);
 	wk->flags = unwind_end_flags(wk->end);
@@ -477,6 +510,136 @@ static void test_executable_only_walk_in_generation_one(void **state)
 	check_stats(1, STAT_UNWIND_FP_FRAMES, 1);
 }
 
+/* An unpublished process as start_exe_only() sets it up: the executable's table from its
+ * file, nothing published, lookups by file allowed (ignis_unwind_files). */
+static void walk_unpublished(struct walk *wk, __u64 pc, __u64 sp, __u64 bp)
+{
+	struct ignis_sample_key key = { .tgid = TGID, .pid = TGID, .exec_id = EXEC_ID };
+
+	memset(wk, 0, sizeof(*wk));
+	wk->uw.tgid = TGID;
+	wk->uw.m_start = EXE;
+	wk->uw.m_end = EXE + 0x1000;
+	wk->uw.m_base = EXE;
+	wk->uw.m_row_start = EXE_ROWS;
+	wk->uw.m_nr_rows = 12;
+	wk->uw.by_file = 1;
+	wk->uw.pc = pc;
+	wk->uw.sp = sp;
+	wk->uw.bp = bp;
+	unwind_begin(&wk->uw, &wk->st, 0, &key);
+	walk_run(wk);
+}
+
+/*
+ * Before a process is published, where the kernel has bpf_find_vma(): a pc in no mapping the
+ * walk knows is looked up by its file, once: the library's frames are unwound with its table
+ * (no frame-pointer mark: nothing for the agent to check), and the walk comes back into the
+ * executable through the second cached mapping, without another lookup (an interrupt gets
+ * one). Here the program's frames keep no frame pointer: rbp is garbage all along.
+ */
+static void test_unpublished_library_unwound_by_its_file(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	w.vmas[0] = w.maps[2]; /* the library, as the kernel maps it */
+	w.nr_vmas = 1;
+	w.file_grants = 1;
+	poke(S + 0x108, LIB + 0x110);		/* exe row 0x200: CFA = rsp + 16 */
+	poke(S + 0x118, EXE + R_PUSHES + 4);	/* library row 0x1100: CFA = rsp + 16 */
+	poke(S + 0x128, 0xdead);		/* exe row 0x800: CFA = rsp + 24, rbp at */
+	poke(S + 0x130, EXE + R_OUTERMOST + 7); /* CFA - 16 (garbage) */
+
+	walk_unpublished(&wk, EXE + R_NOFP_BODY + 4, S + 0x100, 0x5555);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4, LIB + 0x110, EXE + R_PUSHES + 4,
+		  EXE + R_OUTERMOST + 7);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(w.file_lookups, 1);
+	check_stats(0, STAT_UNWIND_FILE_TABLE, 1);
+
+	/* The same where the kernel refuses the lookup (its one per interrupt used, or the mm
+	 * being changed): the library is left by its frame pointer, marked for the agent. */
+	world_init();
+	w.vmas[0] = w.maps[2];
+	w.nr_vmas = 1;
+	w.file_grants = 0;
+	poke(S + 0x108, LIB + 0x110);
+	poke(S + 0x140, 0);
+	poke(S + 0x148, EXE + R_OUTERMOST + 7);
+	walk_unpublished(&wk, EXE + R_NOFP_BODY + 4, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4, LIB + 0x110,
+		  (EXE + R_OUTERMOST + 7) | IGNIS_USER_IP_FP);
+	check_stats2(0, STAT_UNWIND_FILE_BUSY, 1, STAT_UNWIND_FP_FRAMES, 1);
+
+	/* A published process never looks up by file: its mappings are all it has. */
+	world_init();
+	w.vmas[0] = w.maps[2];
+	w.nr_vmas = 1;
+	w.file_grants = 1;
+	w.maps[2].end = LIB + 0x10; /* the library's code at LIB + 0x10f is not published */
+	poke(S + 0x108, LIB + 0x110);
+	poke(S + 0x140, 0);
+	poke(S + 0x148, EXE + R_OUTERMOST + 7);
+	walk(&wk, EXE + R_NOFP_BODY + 4, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4, LIB + 0x110,
+		  (EXE + R_OUTERMOST + 7) | IGNIS_USER_IP_FP);
+	assert_int_equal(w.file_lookups, 0);
+	check_stats(0, STAT_UNWIND_FP_FRAMES, 1);
+}
+
+/* A VMA without a table (anonymous code, or a file the agent has none for): one lookup,
+ * then its frames are walked with the frame pointer without looking again. */
+static void test_unpublished_code_without_table_is_looked_up_once(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	w.vmas[0] = w.maps[3]; /* JIT: no rows */
+	w.nr_vmas = 1;
+	w.file_grants = 4;
+	poke(S + 0x140, S + 0x180); /* JIT frame -> JIT frame -> outermost of the exe */
+	poke(S + 0x148, JIT + 0x20);
+	poke(S + 0x180, 0);
+	poke(S + 0x188, EXE + R_OUTERMOST + 8);
+	walk_unpublished(&wk, JIT + 0x10, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, JIT + 0x10, (JIT + 0x20) | IGNIS_USER_IP_FP,
+		  (EXE + R_OUTERMOST + 8) | IGNIS_USER_IP_FP);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(w.file_lookups, 1);
+	assert_int_equal(w.stats[STAT_UNWIND_FILE_NONE], 1);
+	assert_int_equal(w.stats[STAT_UNWIND_FP_FRAMES], 2);
+}
+
+/* A sample inside execve(): the registers are the old image's, whose mappings are gone. The
+ * sampled pc is in no VMA: no user stack at all. A return address in none is a broken chain
+ * (walked by frame pointer, for the agent to judge), not a reason to drop the stack. */
+static void test_unpublished_pc_in_no_mapping_leaves_no_user_stack(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	w.nr_vmas = 0;
+	w.file_grants = 1;
+	walk_unpublished(&wk, 0x7f6300001000ULL, S + 0x100, S + 0x140);
+	assert_int_equal(wk.st.len, 0);
+	assert_int_equal(wk.end, STEP_END);
+	check_stats(0, STAT_UNWIND_UNMAPPED, 1);
+
+	world_init();
+	w.file_grants = 1;
+	poke(S + 0x108, 0x7f6300001000ULL); /* a return address in no mapping */
+	poke(S + 0x140, 0);
+	poke(S + 0x148, EXE + R_OUTERMOST + 9);
+	walk_unpublished(&wk, EXE + R_NOFP_BODY + 4, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4, 0x7f6300001000ULL,
+		  (EXE + R_OUTERMOST + 9) | IGNIS_USER_IP_FP);
+	check_stats(0, STAT_UNWIND_FP_FRAMES, 1);
+}
+
 /* Each way a walk stops early: the stack is truncated and exactly one reason counted. */
 static void test_failures_truncate_and_count_their_reason(void **state)
 {
@@ -593,13 +756,13 @@ static void test_depth_limit_cuts_the_stack(void **state)
 	for (i = 0; i < IGNIS_MAX_STACK_DEPTH + 8; i++)
 		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
 	walk_begin(&wk, 0, EXE + R_NOFP_BODY + 0x20, sp, 0);
-	assert_int_equal(unwind_frames(&wk.uw, &wk.st), STEP_CONTINUE);
+	assert_int_equal(unwind_frames(&wk.uw, &wk.st, true), STEP_CONTINUE);
 	assert_int_equal(wk.st.len, UNWIND_FRAMES_PER_RUN);
 }
 
 /* ---- Python frames in the place of eval-loop frames (bpf/python.bpf.h) --------------------- */
 
-#define CODE_TYPE 0x7f5500001000ULL
+#define CODE_TYPE   0x7f5500001000ULL
 #define PY_CODE(i)  (S + 0x1100 + 0x100 * (i)) /* code objects: 256 bytes read */
 #define PY_FRAME(i) (S + 0x1400 + 0x80 * (i))  /* frames: 128 bytes read */
 #define PY_NAME(i)  (S + 0x1600 + 0x80 * (i))  /* their names */
@@ -616,13 +779,20 @@ static void python_on(struct uw_python *py, __u8 entry_kind)
 	py->eval_end[0] = EXE + 0x180;
 	py->tss_data_off = 0x10;
 	py->tss_key = 1;
-	py->l = (struct ignis_py_layout){ .tstate_frame = 8, .cframe_frame = IGNIS_PY_NONE,
-					  .frame_previous = 0, .frame_code = 8,
-					  .frame_lasti = 16, .frame_entry = 24,
-					  .code_name = 16, .code_firstlineno = 24,
-					  .code_code = 64, .unicode_length = 16,
-					  .unicode_data = 40, .unicode_state = 32,
-					  .lasti_kind = PY_LASTI_PTR, .entry_kind = entry_kind,
+	py->l = (struct ignis_py_layout){ .tstate_frame = 8,
+					  .cframe_frame = IGNIS_PY_NONE,
+					  .frame_previous = 0,
+					  .frame_code = 8,
+					  .frame_lasti = 16,
+					  .frame_entry = 24,
+					  .code_name = 16,
+					  .code_firstlineno = 24,
+					  .code_code = 64,
+					  .unicode_length = 16,
+					  .unicode_data = 40,
+					  .unicode_state = 32,
+					  .lasti_kind = PY_LASTI_PTR,
+					  .entry_kind = entry_kind,
 					  .code_type = CODE_TYPE };
 }
 
@@ -854,6 +1024,9 @@ UNIT_MAIN("unwind_step", cmocka_unit_test(test_tables_walk_to_the_outermost_fram
 	  cmocka_unit_test(test_frame_pointer_chain_end_is_judged_later),
 	  cmocka_unit_test(test_gap_without_cfi_uses_the_frame_pointer_unmarked),
 	  cmocka_unit_test(test_executable_only_walk_in_generation_one),
+	  cmocka_unit_test(test_unpublished_library_unwound_by_its_file),
+	  cmocka_unit_test(test_unpublished_code_without_table_is_looked_up_once),
+	  cmocka_unit_test(test_unpublished_pc_in_no_mapping_leaves_no_user_stack),
 	  cmocka_unit_test(test_failures_truncate_and_count_their_reason),
 	  cmocka_unit_test(test_changed_tables_are_noticed),
 	  cmocka_unit_test(test_depth_limit_cuts_the_stack),

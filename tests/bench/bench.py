@@ -573,6 +573,72 @@ def agent_cost(res, quick):
             f"{hwm / 1024:.1f}), maps {memlock / 1048576:.1f} MiB")
 
 
+# ---- exec storm (issue 20) ----------------------------------------------------------------
+
+STORM_BURNER = os.path.join(BUILD, "tests", "workloads", "stormburn")
+
+
+def storm_stacks(agent):
+    """The stormburn processes' stacks from every window: {frames leaf first: samples}."""
+    result = {}
+    for f in sorted(os.listdir(agent.out)):
+        if not f.endswith(".pb.gz"):
+            continue
+        p = subprocess.run([os.path.join(BUILD, "tests", "pprof_dump"),
+                            os.path.join(agent.out, f)], capture_output=True, text=True)
+        data = json.loads(p.stdout)
+        locs = {l["id"]: l for l in data["locations"]}
+        for s in data["samples"]:
+            if s["labels"].get("comm") != "stormburn":
+                continue
+            frames = []
+            for lid in s["locations"]:
+                lines = locs[lid]["lines"]
+                frames += [l["function"] for l in lines] if lines else ["?"]
+            key = tuple(frames)
+            result[key] = result.get(key, 0) + s["count"]
+    return result
+
+
+def execstorm(res, quick):
+    """Issue 20's exec storm: a 5 ms burner built without frame pointers and a /bin/true,
+    one pair every 18.7 ms (1,500 of each in 28 s; 300 with QUICK), under the agent. The
+    agent's CPU over the storm, as a share of one core, and what became of the burner's
+    samples: whole and named to _start, or with an [unknown] frame."""
+    runs = 300 if quick else 1500
+    period = 0.0187
+    # At the packaged log level: debug lines per process would be part of the cost.
+    a = Ignis(100, "--log-level", "info", interval=10)
+    time.sleep(1)
+    cpu0, t0 = proc_cpu_s(a.pid), time.monotonic()
+    due = t0
+    for _ in range(runs):
+        subprocess.run([STORM_BURNER, "5"], stdout=subprocess.DEVNULL)
+        subprocess.run(["/bin/true"])
+        due += period
+        if due > time.monotonic():
+            time.sleep(due - time.monotonic())
+    cpu1, t1 = proc_cpu_s(a.pid), time.monotonic()
+    time.sleep(0.5)
+    a.stop()
+    stacks = storm_stacks(a)
+    total = sum(n for f, n in stacks.items())
+    whole = sum(n for f, n in stacks.items()
+                if f and f[-1] == "_start" and not any(x.startswith("[") for x in f))
+    unknown = sum(n for f, n in stacks.items() if "[unknown]" in f)
+    cmd = (f"ignis --frequency 100 --interval 10 over {runs} runs of stormburn 5 (5 ms, "
+           f"no frame pointers) and /bin/true, a pair every 18.7 ms ({t1 - t0:.1f} s)")
+    res.add("storm_agent_cpu_pct", "exec storm: agent CPU", "% of one core",
+            [(cpu1 - cpu0) / (t1 - t0) * 100], cmd, target="<= 2 %")
+    res.add("storm_whole_pct", "exec storm: burner's samples whole and named to _start", "%",
+            [100 * whole / total if total else None], cmd + f"; {total} samples",
+            target=">= 95 %")
+    res.add("storm_unknown_pct", "exec storm: burner's samples with an [unknown] frame", "%",
+            [100 * unknown / total if total else None], cmd, target="0 %")
+    log(f"exec storm: agent {(cpu1 - cpu0) / (t1 - t0) * 100:.2f} % of a core, "
+        f"{whole}/{total} whole, {unknown} with [unknown]")
+
+
 # ---- 4: window scale --------------------------------------------------------------------------
 
 def window_scale(res, quick):
@@ -1821,6 +1887,10 @@ def verdicts(res):
     at_most("bpf_ratio_ignis_bpftrace", 1)
     at_most("bpf_ns_ignis_nowalk", 1)
     at_most("agent_cpu_pct_busy", 0.5)
+    at_most("storm_agent_cpu_pct", 2)
+    at_least_ = lambda key, limit: rule(key, med(key) is not None and med(key) >= limit)
+    at_least_("storm_whole_pct", 95)
+    at_most("storm_unknown_pct", 0)
     for h in ("idle", "busy"):
         at_most(f"agent_rss_{h}", 30)
     for k in f:
@@ -1893,6 +1963,8 @@ def report(res, quick):
         ("Agent cost",
          [f"agent_{x}_{h}" for h in ("idle", "busy")
           for x in ("cpu_pct", "rss", "rss_peak", "maps", "window_ms")]),
+        ("Exec storm: processes of 5 ms among /bin/true churn (issue 20)",
+         ["storm_agent_cpu_pct", "storm_whole_pct", "storm_unknown_pct"]),
         ("Window scale (drain + symbolize + encode, warm)",
          [k for k in figs if k.startswith("window_ms_") or k == "window_growth"]),
         ("Shipping to a server (Pyroscope push API, test receiver)",
@@ -1953,8 +2025,8 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only",
                         help="comma-separated sections: "
-                        "overhead,bpf,agent,window,upload,symbols,unwind,python,offcpu,"
-                        "report")
+                        "overhead,bpf,agent,storm,window,upload,symbols,unwind,python,"
+                        "offcpu,report")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite the README section from build/bench/results.json")
@@ -1965,8 +2037,8 @@ def main():
             res.data = json.load(f)
         update_readme(report(res, res.data.get("quick", False)))
         return
-    every = {"overhead", "bpf", "agent", "window", "upload", "symbols", "unwind", "python",
-             "offcpu", "report"}
+    every = {"overhead", "bpf", "agent", "storm", "window", "upload", "symbols", "unwind",
+             "python", "offcpu", "report"}
     only = set(args.only.split(",")) if args.only else every
     if os.geteuid() != 0:
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
@@ -1979,6 +2051,8 @@ def main():
             bpf_cost(res, args.quick)
         if "agent" in only:
             agent_cost(res, args.quick)
+        if "storm" in only:
+            execstorm(res, args.quick)
         if "window" in only:
             window_scale(res, args.quick)
         if "upload" in only:

@@ -2044,29 +2044,27 @@ def main():
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
     res = Results(args.quick)
     started = time.monotonic()
+    sections = [
+        ("overhead", lambda: accuracy_and_loss(res, overhead(res, args.quick))),
+        ("bpf", lambda: bpf_cost(res, args.quick)),
+        ("agent", lambda: agent_cost(res, args.quick)),
+        ("storm", lambda: execstorm(res, args.quick)),
+        ("window", lambda: window_scale(res, args.quick)),
+        ("upload", lambda: upload(res, args.quick)),
+        ("symbols", lambda: symbolization(res, args.quick)),
+        ("unwind", lambda: unwind(res, args.quick)),
+        ("python", lambda: python(res, args.quick)),
+        ("offcpu", lambda: offcpu(res, args.quick)),
+        ("report", lambda: local_report(res, args.quick)),
+    ]
+    timings = res.data.setdefault("section_seconds", {})
     try:
-        if "overhead" in only:
-            accuracy_and_loss(res, overhead(res, args.quick))
-        if "bpf" in only:
-            bpf_cost(res, args.quick)
-        if "agent" in only:
-            agent_cost(res, args.quick)
-        if "storm" in only:
-            execstorm(res, args.quick)
-        if "window" in only:
-            window_scale(res, args.quick)
-        if "upload" in only:
-            upload(res, args.quick)
-        if "symbols" in only:
-            symbolization(res, args.quick)
-        if "unwind" in only:
-            unwind(res, args.quick)
-        if "python" in only:
-            python(res, args.quick)
-        if "offcpu" in only:
-            offcpu(res, args.quick)
-        if "report" in only:
-            local_report(res, args.quick)
+        for name, run in sections:
+            if name in only:
+                t0 = time.monotonic()
+                run()
+                timings[name] = round(time.monotonic() - t0, 1)
+                log(f"section {name}: {timings[name]:.0f} s")
     finally:
         reap()
         shutil.rmtree(TMP, ignore_errors=True)
@@ -2099,7 +2097,9 @@ def main():
     elif not args.no_readme and not args.quick:
         print("README not rewritten: a partial run needs an earlier full run's "
               "build/bench/results.json to merge into (build/bench/performance.md has it)")
-    print(f"\nbench took {res.data['seconds']} s; results in build/bench/results.json")
+    print(f"\nbench took {res.data['seconds']} s (" +
+          ", ".join(f"{k} {v:.0f} s" for k, v in timings.items()) +
+          "); results in build/bench/results.json")
 
 
 if __name__ == "__main__":

@@ -189,6 +189,7 @@ static void object_free(struct sym_object *o)
 {
 	if (o->fd >= 0)
 		close(o->fd);
+	sym_object_forget_found(o);
 	free(o->debuglink);
 	free(o->image);
 	free(o->name);

@@ -200,7 +200,9 @@ int symbolizer__add_debug_file(struct symbolizer *s, const uint8_t *build_id, si
  * has it). Looks in o's accepted debug file, then o's .symtab, its .dynsym and its
  * MiniDebugInfo; the first that defines the name answers, a global definition over a weak
  * one over a local one. *vaddr gets the ELF virtual address (st_value), *size (may be NULL)
- * st_size in bytes. Reads the file again on every call (not cached): for rare lookups.
+ * st_size in bytes. What it finds is remembered in o (up to 16 names): an interpreter's
+ * attach asks for the same few names again while it starts; a name not found is looked for
+ * again each time (a debug file found later may define it).
  * Returns 0, -ENOENT when nothing defines name, -ENOTUNIQ when only local symbols do, at
  * different addresses, -EINVAL when name is empty or the file is not ELF.
  */

@@ -93,7 +93,18 @@ struct sym_object {
 	bool has_dwarf;	 /* a .debug_info */
 	char *debuglink; /* .gnu_debuglink file name, NULL if none */
 	uint32_t debuglink_crc;
+	struct sym_found *found; /* names sym_object__symbol() found (owned), newest last */
+	size_t nr_found;
 };
+
+/* A name sym_object__symbol() found in an object, remembered (symlookup.c). */
+struct sym_found {
+	char *name;
+	uint64_t vaddr, size;
+};
+
+/* Free what sym_object__symbol() remembered of o. */
+void sym_object_forget_found(struct sym_object *o);
 
 /* A kernel symbol from kallsyms: names [start, next symbol). */
 struct ksym {

@@ -121,8 +121,83 @@ static Elf *open_elf(const struct sym_object *o, int fd)
 	return elf;
 }
 
+/* At most this many names found are remembered per object, the oldest dropped first. */
+#define FOUND_MAX 16
+
+void sym_object_forget_found(struct sym_object *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->nr_found; i++)
+		free(o->found[i].name);
+	free(o->found);
+	o->found = NULL;
+	o->nr_found = 0;
+}
+
+static const struct sym_found *found_before(const struct sym_object *o, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < o->nr_found; i++)
+		if (!strcmp(o->found[i].name, name))
+			return &o->found[i];
+	return NULL;
+}
+
+/* Remember a name found. Only what was found: a debug file accepted later (debuginfod)
+ * may define a name the object lacked, never move one it has. Out of memory, forget. */
+static void remember_found(struct sym_object *o, const char *name, uint64_t vaddr, uint64_t size)
+{
+	char *copy = strdup(name);
+
+	if (!copy)
+		return;
+	if (!o->found) {
+		o->found = calloc(FOUND_MAX, sizeof(*o->found));
+		if (!o->found) {
+			free(copy);
+			return;
+		}
+	}
+	if (o->nr_found == FOUND_MAX) {
+		free(o->found[0].name);
+		memmove(&o->found[0], &o->found[1], (FOUND_MAX - 1) * sizeof(*o->found));
+		o->nr_found--;
+	}
+	o->found[o->nr_found++] = (struct sym_found){ copy, vaddr, size };
+}
+
+static int symbol_uncached(struct symbolizer *s, struct sym_object *o, const char *name,
+			   uint64_t *vaddr, uint64_t *size);
+
 int sym_object__symbol(struct symbolizer *s, struct sym_object *o, const char *name,
 		       uint64_t *vaddr, uint64_t *size)
+{
+	const struct sym_found *f;
+	uint64_t sz = 0;
+	int err;
+
+	if (!name || !*name)
+		return -EINVAL;
+	f = found_before(o, name);
+	if (f) {
+		*vaddr = f->vaddr;
+		if (size)
+			*size = f->size;
+		return 0;
+	}
+	err = symbol_uncached(s, o, name, vaddr, &sz);
+	if (err)
+		return err;
+	remember_found(o, name, *vaddr, sz);
+	if (size)
+		*size = sz;
+	return 0;
+}
+
+static int symbol_uncached(struct symbolizer *s, struct sym_object *o, const char *name,
+			   uint64_t *vaddr, uint64_t *size)
 {
 	struct found f = { 0 };
 	Elf *elf = NULL, *mini_elf = NULL;

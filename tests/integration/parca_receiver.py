@@ -13,8 +13,8 @@ __name__, and samples whose raw_profile is a pprof (gzip'd or not) that parses
 sequential from 1 and every reference inside its table. A call
 that fails a check is answered INVALID_ARGUMENT, as Parca answers it.
 
-Scripted failures: --script CODE,CODE,... answers the first calls with these statuses (by
-name: UNAVAILABLE, RESOURCE_EXHAUSTED, ...), then OK; --reject-service NAME answers every
+Scripted failures: --script CODE,CODE,... answers the first calls (of services not
+rejected) with these statuses (by name: UNAVAILABLE, RESOURCE_EXHAUSTED, ...), then OK; --reject-service NAME answers every
 call of that service_name INVALID_ARGUMENT; --token T demands "authorization: Bearer T".
 
 For each call it writes OUT/calls.jsonl (one line: time, status, service, labels, metadata
@@ -119,14 +119,16 @@ class Store:
             if self.token is not None and md.get("authorization") != f"Bearer {self.token}":
                 self.log(status="UNAUTHENTICATED", service=service, labels=labels)
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "no valid bearer token")
-            if self.script:
-                code = self.script.pop(0)
-                self.log(status=code, service=service, labels=labels)
-                context.abort(getattr(grpc.StatusCode, code), f"scripted {code}")
+            # A rejected service is refused whatever comes first; the script answers the
+            # first calls of the others (which service's upload comes first is a race).
             if service in self.reject:
                 self.log(status="INVALID_ARGUMENT", service=service, labels=labels)
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                               f"rejected by test: service {service}")
+            if self.script:
+                code = self.script.pop(0)
+                self.log(status=code, service=service, labels=labels)
+                context.abort(getattr(grpc.StatusCode, code), f"scripted {code}")
             problem = None
             stored = []
             if not request.series:

@@ -118,10 +118,11 @@ async function run(page) {
 			(await drawnFrames(page)).map((f) => f.name)));
 	}
 
-	// Diff colours.
+	// Diff colours, of each name's widest frame: its main path (a real run also has the
+	// name in a few small stacks, e.g. cut short by [truncated], whose change is noise).
 	for (const [key, want] of [['more', 'red'], ['less', 'blue']]) {
 		for (const name of expect[key] || []) {
-			const f = (await framesNamed(page, name))[0];
+			const f = (await framesNamed(page, name)).sort((a, b) => b.width - a.width)[0];
 			const c = f && rgb(f.fill);
 			const ok = c && (want === 'red' ? c[0] > c[2] + 40 : c[2] > c[0] + 40);
 			record(`diff: ${name} coloured ${want}`, ok, f ? f.fill : 'not drawn');

@@ -188,9 +188,10 @@ class Ignis:
                         (kv.split("=", 1) for kv in m.group(1).split()) if k != "file"})
         return out
 
-    def stacks(self, pid, since_ns=None):
-        """{tuple of frames (leaf first): samples} of a process, from our own decoder; with
-        since_ns, from the windows that started then or later (CLOCK_REALTIME ns)."""
+    def stacks(self, pid, since_ns=None, comm=None):
+        """{tuple of frames (leaf first): samples} of a process (with comm, of every process
+        of that name instead), from our own decoder; with since_ns, from the windows that
+        started then or later (CLOCK_REALTIME ns)."""
         result = {}
         for f in sorted(os.listdir(self.out)):
             if not f.endswith(".pb.gz"):
@@ -202,7 +203,8 @@ class Ignis:
                 continue
             locs = {l["id"]: l for l in data["locations"]}
             for s in data["samples"]:
-                if s["labels"].get("pid") != pid:
+                if (s["labels"].get("comm") != comm if comm else
+                        s["labels"].get("pid") != pid):
                     continue
                 frames = []
                 for lid in s["locations"]:
@@ -578,28 +580,6 @@ def agent_cost(res, quick):
 STORM_BURNER = os.path.join(BUILD, "tests", "workloads", "stormburn")
 
 
-def storm_stacks(agent):
-    """The stormburn processes' stacks from every window: {frames leaf first: samples}."""
-    result = {}
-    for f in sorted(os.listdir(agent.out)):
-        if not f.endswith(".pb.gz"):
-            continue
-        p = subprocess.run([os.path.join(BUILD, "tests", "pprof_dump"),
-                            os.path.join(agent.out, f)], capture_output=True, text=True)
-        data = json.loads(p.stdout)
-        locs = {l["id"]: l for l in data["locations"]}
-        for s in data["samples"]:
-            if s["labels"].get("comm") != "stormburn":
-                continue
-            frames = []
-            for lid in s["locations"]:
-                lines = locs[lid]["lines"]
-                frames += [l["function"] for l in lines] if lines else ["?"]
-            key = tuple(frames)
-            result[key] = result.get(key, 0) + s["count"]
-    return result
-
-
 def execstorm(res, quick):
     """Issue 20's exec storm: a 5 ms burner built without frame pointers and a /bin/true,
     one pair every 18.7 ms (1,500 of each in 28 s; 300 with QUICK), under the agent. The
@@ -621,7 +601,7 @@ def execstorm(res, quick):
     cpu1, t1 = proc_cpu_s(a.pid), time.monotonic()
     time.sleep(0.5)
     a.stop()
-    stacks = storm_stacks(a)
+    stacks = a.stacks(None, comm="stormburn")
     total = sum(n for f, n in stacks.items())
     whole = sum(n for f, n in stacks.items()
                 if f and f[-1] == "_start" and not any(x.startswith("[") for x in f))

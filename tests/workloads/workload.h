@@ -22,6 +22,15 @@ static inline uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the whole process (every thread, signal handlers included), ns. */
+static inline uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t mono_ns(void)
 {
 	struct timespec ts;

@@ -40,8 +40,8 @@ extern __u32 gen;
 struct stacks_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
-	__type(key, struct ignis_stack_id);
-	__type(value, struct ignis_stack);
+	__type(key, struct ignis_stack_part_key);
+	__type(value, struct ignis_stack_part);
 };
 
 struct counts_map {
@@ -173,7 +173,12 @@ struct mapping_sent {
 #define MAPPINGS_SENT 8 /* a power of 2 */
 
 struct cpu_state {
-	struct ignis_stack stack;
+	union {
+		struct ignis_stack stack;
+		/* The stacks maps' value type, named here for the linker (see below): a view of
+		 * the stack's first part. */
+		struct ignis_stack_part stack_part0;
+	};
 	struct uw_state uw;
 	__u64 last_start_time;
 	__u64 last_exec_vm;
@@ -183,6 +188,7 @@ struct cpu_state {
 	struct mapping_sent sent[MAPPINGS_SENT]; /* the last mappings it announced */
 	__u32 sent_next;
 	__u32 pad;
+	struct ignis_stack_part_key part_key; /* unused: the stacks maps' key type, named */
 };
 
 /* cpu_states entries: one per kind of walk, since a CPU sample (the perf event's interrupt,
@@ -208,7 +214,7 @@ struct cpu_states_map {
  * resolves without resizing; it still checks the declaration against the definition, which
  * needs the inner maps' key and value types complete in the file's BTF, where clang puts only
  * a forward declaration of a struct reached through a pointer. struct cpu_state contains
- * them, so a file that uses cpu_states as well links; one that does not fails to link with
+ * them (the stacks maps' as stack_part0 and part_key), so a file that uses cpu_states as well links; one that does not fails to link with
  * "map 'stacks_gen.inner': can't determine key size".
  */
 extern struct stacks_gen_map stacks_gen;
@@ -259,19 +265,49 @@ static __always_inline __u32 read_gen(void)
 	return *(volatile __u32 *)&gen & 1;
 }
 
+/* Whether generation g's stacks map (stacks) has the stack of this id. */
+static __always_inline bool stack_stored(void *stacks, const struct ignis_stack_id *id)
+{
+	struct ignis_stack_part_key k = { .id = *id };
+
+	return bpf_map_lookup_elem(stacks, &k) != NULL;
+}
+
 /*
- * Store the stack under its id in the generation's stacks map. Returns 0, or -1 after
- * counting why it could not be stored.
+ * Store the stack under its id in the generation's stacks map, in parts (struct
+ * ignis_stack_part): the parts after the first, then the first, which tells that the stack
+ * is whole. When a later part finds no room, the first is stored alone, cut to its frames
+ * and flagged truncated (counted), so the sample keeps its leaf frames. st is changed then.
+ * Returns 0, or -1 after counting why it could not be stored.
  */
 static __always_inline int store_stack(__u32 g, void *stacks, struct ignis_stack *st,
 				       struct ignis_stack_id *id)
 {
+	struct ignis_stack_part_key k = {};
+	__u32 len = st->len, part;
 	long err;
 
-	stack_hash128(st->ips, st->len, st->flags, id);
-	if (bpf_map_lookup_elem(stacks, id))
+	stack_hash128(st->ips, len, st->flags, id);
+	k.id = *id;
+	if (bpf_map_lookup_elem(stacks, &k))
 		return 0;
-	err = bpf_map_update_elem(stacks, id, st, BPF_NOEXIST);
+	for (part = 1; part < IGNIS_STACK_PARTS; part++) {
+		if (part * IGNIS_STACK_PART_FRAMES >= len)
+			break;
+		k.part = part;
+		/* The part's value starts 8 bytes before its first frame (struct
+		 * ignis_stack_part): within st, since part >= 1. */
+		err = bpf_map_update_elem(stacks, &k, &st->ips[part * IGNIS_STACK_PART_FRAMES - 1],
+					  BPF_NOEXIST);
+		if (err && err != -EEXIST) {
+			st->len = IGNIS_STACK_PART_FRAMES;
+			st->flags |= STACK_F_TRUNCATED;
+			stat_inc(g, STAT_STACKS_CUT);
+			break;
+		}
+	}
+	k.part = 0;
+	err = bpf_map_update_elem(stacks, &k, st, BPF_NOEXIST);
 	if (!err || err == -EEXIST) /* -EEXIST: another CPU stored it meanwhile */
 		return 0;
 	stat_inc(g, STAT_DROP_STACKS_FULL);

@@ -26,11 +26,25 @@
 #include "samples.h"
 #include "sampler.h"
 
-/* Map sizing: a window holds at most CPUs x Hz x seconds samples; leave room for windows
- * that run late, and never go below or above these bounds unless asked. */
-#define MIN_MAP_ENTRIES	    1024U
-#define MAX_MAP_ENTRIES	    (256U * 1024)
-#define SIZING_HEADROOM_PCT 150
+/*
+ * Map sizing: a window holds at most CPUs x Hz x seconds samples; leave room for windows
+ * that run late, and never go below or above these bounds unless asked. Each sample stores
+ * at most two new stacks (user and kernel), an off-CPU sample as well; a stack takes one
+ * entry of the stacks map per IGNIS_STACK_PART_FRAMES frames (bpf/profiler.h), and the map
+ * has STACK_PARTS_PER_STACK entries per stack a window can bring: every stack of a window
+ * fits if their average is up to 64 frames, whatever the host runs, and the deep ones (a
+ * Python stack, to 256 frames) share the room the shorter ones leave. A full map keeps a
+ * stack's first part, cut (counted); docs/architecture.md has the sizes per CPU count.
+ */
+#define MIN_MAP_ENTRIES	      1024U
+#define MAX_MAP_ENTRIES	      (256U * 1024)
+#define SIZING_HEADROOM_PCT   150
+#define STACK_PARTS_PER_STACK 2
+/* procs (LRU): the process images BPF announced; an evicted one is announced again (one
+ * event, which the agent finds known). Twice a window's samples: every process a window
+ * can sample, and the previous window's. */
+#define MIN_PROCS_ENTRIES 4096U
+#define MAX_PROCS_ENTRIES (64U * 1024)
 
 struct cpu_event {
 	int pfd; /* perf event fd, owned by link once attached */
@@ -54,7 +68,9 @@ struct sampler {
 	unsigned int nr_gone;
 	uint64_t period_ns;   /* cpu-clock period, 0 for the hardware event */
 	uint64_t attached_ns; /* CLOCK_MONOTONIC when the programs were attached */
-	uint32_t max_stacks;
+	uint32_t max_stacks;  /* stacks a window can bring */
+	uint32_t max_parts;   /* entries of each generation's stacks map */
+	uint32_t max_procs;   /* entries of procs */
 	uint32_t max_samples;
 	uint32_t max_offcpu; /* entries of each generation's off-CPU map */
 	bool unwinds;	     /* the table unwinder is loaded */
@@ -397,7 +413,7 @@ static int load(struct sampler *s, bool unwind, bool files)
 	for (i = 0; i < 6; i++) {
 		/* Off-CPU keys come with threads, not with the sampling rate: a host that starts
 		 * thousands of short processes a second has that many keys per window. */
-		uint32_t n = i < 2 ? s->max_stacks : i < 4 ? s->max_samples : s->max_offcpu;
+		uint32_t n = i < 2 ? s->max_parts : i < 4 ? s->max_samples : s->max_offcpu;
 
 		err = bpf_map__set_max_entries(maps[i], i < 4 || opts->offcpu ? n : 1);
 		if (err)
@@ -410,6 +426,9 @@ static int load(struct sampler *s, bool unwind, bool files)
 		bpf_program__set_autoload(skel->progs.ignis_offcpu, false);
 	}
 
+	err = bpf_map__set_max_entries(skel->maps.procs, s->max_procs);
+	if (err)
+		goto err_size;
 	if (opts->nr_pids) {
 		err = bpf_map__set_max_entries(skel->maps.pid_filter, (uint32_t)opts->nr_pids);
 		if (err)
@@ -502,10 +521,29 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	nr_cpus = s->nr_possible;
 	/* A sample needs one count entry and at most two new stacks. */
 	s->max_samples = size_map(opts->max_samples, opts, 1, nr_cpus);
-	s->max_stacks = size_map(opts->max_stacks, opts, 2, nr_cpus);
 	s->max_offcpu = s->max_samples * 4 < MAX_MAP_ENTRIES ? s->max_samples * 4 : MAX_MAP_ENTRIES;
 	if (s->max_offcpu < 8192)
 		s->max_offcpu = 8192;
+	s->max_stacks = size_map(opts->max_stacks, opts, 2, nr_cpus);
+	if (!opts->max_stacks && opts->offcpu) {
+		/* Off-CPU samples bring two stacks each too: at most the rate cap's, and no more
+		 * than their map keeps keys for. */
+		uint64_t n = 2ULL * s->max_offcpu, w = opts->window_sec ? opts->window_sec : 10;
+
+		if (opts->offcpu_max_rate && 2ULL * opts->offcpu_max_rate * (uint64_t)nr_cpus * w *
+							     SIZING_HEADROOM_PCT / 100 <
+						     n)
+			n = 2ULL * opts->offcpu_max_rate * (uint64_t)nr_cpus * w *
+			    SIZING_HEADROOM_PCT / 100;
+		n += s->max_stacks;
+		s->max_stacks = n < MAX_MAP_ENTRIES ? (uint32_t)n : MAX_MAP_ENTRIES;
+	}
+	s->max_parts = s->max_stacks * STACK_PARTS_PER_STACK;
+	s->max_procs = s->max_samples * 2;
+	if (s->max_procs < MIN_PROCS_ENTRIES)
+		s->max_procs = MIN_PROCS_ENTRIES;
+	if (s->max_procs > MAX_PROCS_ENTRIES)
+		s->max_procs = MAX_PROCS_ENTRIES;
 
 	files = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) > 0;
 	err = load(s, opts->unwind != SAMPLER_UNWIND_FP, files);
@@ -558,9 +596,10 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		pr_err("cannot open the event ring buffer: %s", strerror(-err));
 		goto err_out;
 	}
-	pr_debug("BPF loaded: %u stacks and %u samples per generation, %d possible CPUs, "
-		 "table unwinder %s, off-CPU %s",
-		 s->max_stacks, s->max_samples, s->nr_possible, s->unwinds ? "on" : "off",
+	pr_debug("BPF loaded: %u stacks (%u parts) and %u samples per generation, %d possible "
+		 "CPUs, table unwinder %s, off-CPU %s",
+		 s->max_stacks, s->max_parts, s->max_samples, s->nr_possible,
+		 s->unwinds ? "on" : "off",
 		 !opts->offcpu			     ? "off" :
 		 skel->rodata->cfg.switch_prev_state ? "on (thread state from prev_state)" :
 						       "on (thread state from __state)");

@@ -127,9 +127,10 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 		const uint64_t *kaddrs, int nr_kaddrs)
 {
 	int sfd = sampler__stacks_fd(s, 0), cfd = sampler__counts_fd(s, 0), err = 0;
-	struct ignis_stack *stacks = calloc(CHUNK, sizeof(*stacks));
+	/* Stacks of up to 16 frames: one part each (struct ignis_stack_part). */
+	struct ignis_stack_part *stacks = calloc(CHUNK, sizeof(*stacks));
 	struct ignis_sample_key *keys = calloc(CHUNK, sizeof(*keys));
-	struct ignis_stack_id *ids = calloc(CHUNK, sizeof(*ids));
+	struct ignis_stack_part_key *ids = calloc(CHUNK, sizeof(*ids));
 	uint64_t *counts = calloc(CHUNK, sizeof(*counts));
 	uint32_t n = 0;
 	long i;
@@ -140,7 +141,7 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 		goto out;
 	}
 	for (i = 0; i < KERNEL_STACKS; i++) {
-		ids[i] = (struct ignis_stack_id){ KERNEL_BASE + (uint64_t)i, 1 };
+		ids[i] = (struct ignis_stack_part_key){ .id = { KERNEL_BASE + (uint64_t)i, 1 } };
 		stacks[i].len = 6;
 		for (j = 0; j < 6; j++)
 			stacks[i].ips[j] = kaddrs[next_rand() % (uint64_t)nr_kaddrs];
@@ -148,7 +149,7 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 	err = update_batch(sfd, ids, stacks, KERNEL_STACKS);
 	for (i = 0; !err && i < nr_stacks; i++) {
 		const struct proc *p = &procs[i % nr_procs];
-		struct ignis_stack *st = &stacks[n];
+		struct ignis_stack_part *st = &stacks[n];
 		struct ignis_sample_key *k = &keys[n];
 
 		memset(st, 0, sizeof(*st));
@@ -159,12 +160,12 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 
 			st->ips[j] = t[0] + sites[bin][next_rand() % SITES] % (t[1] - t[0]);
 		}
-		ids[n] = (struct ignis_stack_id){ USER_BASE + (uint64_t)i, 2 };
+		ids[n] = (struct ignis_stack_part_key){ .id = { USER_BASE + (uint64_t)i, 2 } };
 		memset(k, 0, sizeof(*k));
 		k->tgid = k->pid = (uint32_t)p->pid;
 		k->start_time = p->start_ns;
 		k->exec_id = 1;
-		k->user_stack = ids[n];
+		k->user_stack = ids[n].id;
 		if (i & 1)
 			k->kernel_stack = (struct ignis_stack_id){
 				KERNEL_BASE + (uint64_t)(i % KERNEL_STACKS), 1

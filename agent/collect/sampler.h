@@ -49,7 +49,7 @@ struct sampler_opts {
 	bool skip_walk;	      /* benchmark: count samples without walking stacks */
 	const uint32_t *pids; /* only these tgids (--pid), or NULL for all */
 	size_t nr_pids;
-	uint32_t max_stacks;	    /* stacks per window (2 parts each in the maps), 0: sized */
+	uint32_t max_stacks;	    /* stacks per window (and as many further parts), 0: sized */
 	uint32_t max_samples;	    /* entries of each generation's counts map, 0: sized */
 	unsigned int window_sec;    /* window length, used to size the maps */
 	uint64_t mmap_event_gap_ns; /* see struct ignis_config */
@@ -116,6 +116,7 @@ int sampler__poll(struct sampler *s, int timeout_ms, int wake_fd);
 
 /* Map descriptors for the drain; valid while s lives. */
 int sampler__stacks_fd(const struct sampler *s, unsigned int gen);
+int sampler__tails_fd(const struct sampler *s, unsigned int gen); /* deep stacks' later parts */
 int sampler__counts_fd(const struct sampler *s, unsigned int gen);
 int sampler__stats_fd(const struct sampler *s);
 int sampler__procs_fd(const struct sampler *s);

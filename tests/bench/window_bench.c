@@ -130,7 +130,7 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 	/* Stacks of up to 16 frames: one part each (struct ignis_stack_part). */
 	struct ignis_stack_part *stacks = calloc(CHUNK, sizeof(*stacks));
 	struct ignis_sample_key *keys = calloc(CHUNK, sizeof(*keys));
-	struct ignis_stack_part_key *ids = calloc(CHUNK, sizeof(*ids));
+	struct ignis_stack_id *ids = calloc(CHUNK, sizeof(*ids));
 	uint64_t *counts = calloc(CHUNK, sizeof(*counts));
 	uint32_t n = 0;
 	long i;
@@ -141,7 +141,7 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 		goto out;
 	}
 	for (i = 0; i < KERNEL_STACKS; i++) {
-		ids[i] = (struct ignis_stack_part_key){ .id = { KERNEL_BASE + (uint64_t)i, 1 } };
+		ids[i] = (struct ignis_stack_id){ KERNEL_BASE + (uint64_t)i, 1 };
 		stacks[i].len = 6;
 		for (j = 0; j < 6; j++)
 			stacks[i].ips[j] = kaddrs[next_rand() % (uint64_t)nr_kaddrs];
@@ -160,12 +160,12 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 
 			st->ips[j] = t[0] + sites[bin][next_rand() % SITES] % (t[1] - t[0]);
 		}
-		ids[n] = (struct ignis_stack_part_key){ .id = { USER_BASE + (uint64_t)i, 2 } };
+		ids[n] = (struct ignis_stack_id){ USER_BASE + (uint64_t)i, 2 };
 		memset(k, 0, sizeof(*k));
 		k->tgid = k->pid = (uint32_t)p->pid;
 		k->start_time = p->start_ns;
 		k->exec_id = 1;
-		k->user_stack = ids[n].id;
+		k->user_stack = ids[n];
 		if (i & 1)
 			k->kernel_stack = (struct ignis_stack_id){
 				KERNEL_BASE + (uint64_t)(i % KERNEL_STACKS), 1

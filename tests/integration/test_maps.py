@@ -106,3 +106,46 @@ def test_map_memory_at_defaults_is_bounded_and_deep_stacks_arrive_whole():
         check(longest > 64, f"the deepest stack of depth {depth} has {longest} frames")
         check(good >= 0.95 * total,
               f"{good} of {total} samples of depth {depth} have hot's whole chain")
+
+
+def test_full_tails_map_cuts_deep_stacks_and_loses_none():
+    """--max-stacks 1024 (the least: 1024 first parts and 1024 further parts a generation)
+    and a Python process whose hot function runs 2 ms at a time at each depth from 100 to
+    200 (Debian's 3.11: 115 to 215 frames, 3 to 6 further parts each): its distinct deep
+    stacks fill the tails map (its samples only: --pid). Then a stack is kept cut to its
+    first 32 frames, ending in
+    [truncated], and counted (stacks_cut); no sample loses its stack (stacks_full 0, the
+    window's accounting exact), and the stacks that were stored whole are whole."""
+    proc = spawn([DEBIAN, script("deep.py"), "6", "200", "vary"])
+    # Only its samples (--pid): the first parts' map then holds every stack of the window,
+    # whatever else the host runs.
+    agent = Agent("--max-stacks", "1024", "--pid", proc.pid, interval=10).wait_ready()
+    wait_exit(proc, 90)
+    agent.stop()
+    windows = agent.windows()
+    cut = sum(w.get("stacks_cut", 0) for w in windows)
+    check(cut > 0, f"no stack cut: the tails map never filled? {windows}")
+    for key in ("stacks_full", "unaccounted", "dropped"):
+        check(all(w.get(key, 0) == 0 for w in windows), f"{key} in {windows}")
+    total = whole_ones = cut_ones = 0
+    bad = []
+    for prof in (pprof_json(p) for p in agent.profiles()):
+        for s in prof.samples(pid=proc.pid):
+            frames = prof.user_frames(s)
+            if "hot" not in frames:
+                continue
+            total += s["count"]
+            py = [f for f in frames if f in PY_NAMES]
+            if py[-2:] == ["main", "<module>"] and py[:1] == ["hot"] and \
+                    len(py) - 3 >= 100 and set(py[1:-2]) == {"down"}:
+                whole_ones += s["count"]
+            elif len(frames) == 33 and frames[-1] == "[truncated]":
+                cut_ones += s["count"]
+            else:
+                bad.append(frames[:8] + ["..."] + frames[-3:])
+    # 6 s of CPU, at least 4 of them after the agent started: 400 samples at 100 Hz, fewer
+    # on a loaded host's clock.
+    check(total >= 200, f"only {total} samples in hot")
+    check(not bad, f"{len(bad)} stacks neither whole nor cut at 32 frames: {bad[:3]}")
+    check(cut_ones > 0 and whole_ones > 0,
+          f"{whole_ones} whole and {cut_ones} cut of {total} samples in hot")

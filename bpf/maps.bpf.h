@@ -220,16 +220,17 @@ struct cpu_states_map {
 /*
  * ---- The maps programs use (the generations' inner maps and gen_sync only in maps.bpf.c).
  *
- * stacks_gen, tails_gen and counts_gen are declared without SEC(".maps"). For a map that several
- * objects name, bpftool's static linker (libbpf 1.1; its current linker.c alike) recomputes
+ * stacks_gen, tails_gen and counts_gen are declared without SEC(".maps"). For a map that
+ * several objects name, bpftool's static linker (libbpf 1.1; its current linker.c alike) recomputes
  * the map's size in BTF from its type, which for a map-in-map with a .values initializer
  * leaves out the initial slots; libbpf then refuses the object ("cannot find map
  * 'stacks_0'"). Clang puts an unannotated extern in BTF's .extern section, which the linker
  * resolves without resizing; it still checks the declaration against the definition, which
  * needs the inner maps' key and value types complete in the file's BTF, where clang puts only
  * a forward declaration of a struct reached through a pointer. struct cpu_state contains
- * them (the stacks and tails maps' as stack_part0 and part_key), so a file that uses cpu_states as well links; one that does not fails to link with
- * "map 'stacks_gen.inner': can't determine key size".
+ * them (the stacks and tails maps' as stack_part0 and part_key), so a file that uses
+ * cpu_states as well links; one that does not fails to link with "map 'stacks_gen.inner':
+ * can't determine key size".
  */
 extern struct stacks_gen_map stacks_gen;
 extern struct tails_gen_map tails_gen;

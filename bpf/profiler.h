@@ -14,7 +14,7 @@
  * Map layout (defined in bpf/maps.bpf.c, all sized by the agent before load; see
  * agent/collect/sampler.c):
  *
- *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_stack_id -> struct ignis_stack_part (part 0)
+ *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_stack_id -> struct ignis_stack_part (#0)
  *   tails_gen[2]    ARRAY_OF_MAPS -> HASH  struct ignis_stack_part_key -> struct ignis_stack_part
  *   counts_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_sample_key -> __u64 sample count
  *   stats           PERCPU_ARRAY  [gen * STAT_NR + stat] -> __u64

@@ -539,8 +539,8 @@ static const struct option_desc agent_options[] = {
 	  "kernel memory for unwind tables (8 bytes per row: libc needs 28000 rows, LLVM 950000); "
 	  "when full, tables no stack used for two windows make room, so it needs to hold what "
 	  "is sampled at once, not every binary the host runs: the default holds libLLVM beside "
-	  "libc and the common libraries, clang (libLLVM and libclang-cpp, 1.7 million rows) "
-	  "needs 16MiB; a table that still does not fit is logged once with the size to set, "
+	  "libc and the common libraries, clang (libLLVM and libclang-cpp, 1.95 million rows) "
+	  "needs 20MiB; a table that still does not fit is logged once with the size to set, "
 	  "and stacks through it end in [truncated]",
 	  "8MiB", 0, NULL, opt_unwind_table_size },
 	{ "symbol-cache-size", 0, "SIZE",

@@ -23,6 +23,13 @@ struct stacks_gen_map stacks_gen SEC(".maps") = {
 	.values = { &stacks_0, &stacks_1 },
 };
 
+/* A deep stack's parts after its first (bpf/profiler.h, struct ignis_stack_part). */
+struct tails_map tails_0 SEC(".maps"), tails_1 SEC(".maps");
+
+struct tails_gen_map tails_gen SEC(".maps") = {
+	.values = { &tails_0, &tails_1 },
+};
+
 struct counts_gen_map counts_gen SEC(".maps") = {
 	.values = { &counts_0, &counts_1 },
 };

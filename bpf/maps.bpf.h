@@ -41,7 +41,14 @@ struct stacks_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1);
 	__type(key, struct ignis_stack_id);
-	__type(value, struct ignis_stack);
+	__type(value, struct ignis_stack_part); /* part 0 */
+};
+
+struct tails_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct ignis_stack_part_key); /* parts 1 and on */
+	__type(value, struct ignis_stack_part);
 };
 
 struct counts_map {
@@ -56,6 +63,13 @@ struct stacks_gen_map {
 	__uint(max_entries, IGNIS_NR_GENS);
 	__type(key, __u32);
 	__array(values, struct stacks_map);
+};
+
+struct tails_gen_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, IGNIS_NR_GENS);
+	__type(key, __u32);
+	__array(values, struct tails_map);
 };
 
 struct counts_gen_map {
@@ -173,7 +187,12 @@ struct mapping_sent {
 #define MAPPINGS_SENT 8 /* a power of 2 */
 
 struct cpu_state {
-	struct ignis_stack stack;
+	union {
+		struct ignis_stack stack;
+		/* The stacks and tails maps' value type, named here for the linker (see
+		 * below): a view of the stack's first part. */
+		struct ignis_stack_part stack_part0;
+	};
 	struct uw_state uw;
 	__u64 last_start_time;
 	__u64 last_exec_vm;
@@ -183,6 +202,7 @@ struct cpu_state {
 	struct mapping_sent sent[MAPPINGS_SENT]; /* the last mappings it announced */
 	__u32 sent_next;
 	__u32 pad;
+	struct ignis_stack_part_key part_key; /* unused: the tails maps' key type, named */
 };
 
 /* cpu_states entries: one per kind of walk, since a CPU sample (the perf event's interrupt,
@@ -200,18 +220,20 @@ struct cpu_states_map {
 /*
  * ---- The maps programs use (the generations' inner maps and gen_sync only in maps.bpf.c).
  *
- * stacks_gen and counts_gen are declared without SEC(".maps"). For a map that several
- * objects name, bpftool's static linker (libbpf 1.1; its current linker.c alike) recomputes
+ * stacks_gen, tails_gen and counts_gen are declared without SEC(".maps"). For a map that
+ * several objects name, bpftool's static linker (libbpf 1.1; its current linker.c alike) recomputes
  * the map's size in BTF from its type, which for a map-in-map with a .values initializer
  * leaves out the initial slots; libbpf then refuses the object ("cannot find map
  * 'stacks_0'"). Clang puts an unannotated extern in BTF's .extern section, which the linker
  * resolves without resizing; it still checks the declaration against the definition, which
  * needs the inner maps' key and value types complete in the file's BTF, where clang puts only
  * a forward declaration of a struct reached through a pointer. struct cpu_state contains
- * them, so a file that uses cpu_states as well links; one that does not fails to link with
- * "map 'stacks_gen.inner': can't determine key size".
+ * them (the stacks and tails maps' as stack_part0 and part_key), so a file that uses
+ * cpu_states as well links; one that does not fails to link with "map 'stacks_gen.inner':
+ * can't determine key size".
  */
 extern struct stacks_gen_map stacks_gen;
+extern struct tails_gen_map tails_gen;
 extern struct counts_gen_map counts_gen;
 extern struct counts_gen_map offcpu_gen;
 extern struct stats_map stats SEC(".maps");
@@ -260,17 +282,47 @@ static __always_inline __u32 read_gen(void)
 }
 
 /*
- * Store the stack under its id in the generation's stacks map. Returns 0, or -1 after
- * counting why it could not be stored.
+ * Store the stack under its id in the generation's maps, in parts (struct ignis_stack_part):
+ * the parts after the first in its tails map, then the first in stacks, which tells that
+ * the stack is whole. Part 0 has a map of its own, sized for every stack a window can bring,
+ * so deep stacks never take a stack's first part's room. When a later part finds no room,
+ * the first is stored alone, cut to its frames and flagged truncated (counted), so the
+ * sample keeps its leaf frames; st is changed then. Returns 0, or -1 after counting why it
+ * could not be stored.
  */
 static __always_inline int store_stack(__u32 g, void *stacks, struct ignis_stack *st,
 				       struct ignis_stack_id *id)
 {
+	struct ignis_stack_part_key k = {};
+	__u32 len = st->len, part;
+	void *tails;
 	long err;
 
-	stack_hash128(st->ips, st->len, st->flags, id);
+	stack_hash128(st->ips, len, st->flags, id);
 	if (bpf_map_lookup_elem(stacks, id))
 		return 0;
+	if (len > IGNIS_STACK_PART_FRAMES) {
+		tails = bpf_map_lookup_elem(&tails_gen, &g);
+		k.id = *id;
+		for (part = 1; part < IGNIS_STACK_PARTS; part++) {
+			if (part * IGNIS_STACK_PART_FRAMES >= len)
+				break;
+			k.part = part;
+			/* The part's value starts 8 bytes before its first frame (struct
+			 * ignis_stack_part): within st, since part >= 1. */
+			err = tails ? bpf_map_update_elem(
+					      tails, &k,
+					      &st->ips[part * IGNIS_STACK_PART_FRAMES - 1],
+					      BPF_NOEXIST) :
+				      -1;
+			if (err && err != -EEXIST) {
+				st->len = IGNIS_STACK_PART_FRAMES;
+				st->flags |= STACK_F_TRUNCATED;
+				stat_inc(g, STAT_STACKS_CUT);
+				break;
+			}
+		}
+	}
 	err = bpf_map_update_elem(stacks, id, st, BPF_NOEXIST);
 	if (!err || err == -EEXIST) /* -EEXIST: another CPU stored it meanwhile */
 		return 0;

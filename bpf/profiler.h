@@ -14,7 +14,8 @@
  * Map layout (defined in bpf/maps.bpf.c, all sized by the agent before load; see
  * agent/collect/sampler.c):
  *
- *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_stack_id -> struct ignis_stack
+ *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_stack_id -> struct ignis_stack_part (#0)
+ *   tails_gen[2]    ARRAY_OF_MAPS -> HASH  struct ignis_stack_part_key -> struct ignis_stack_part
  *   counts_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_sample_key -> __u64 sample count
  *   stats           PERCPU_ARRAY  [gen * STAT_NR + stat] -> __u64
  *   procs           LRU_HASH      tgid -> struct ignis_proc_state   (what BPF already announced)
@@ -62,8 +63,9 @@ struct ignis_stack_id {
 _Static_assert(sizeof(struct ignis_stack_id) == 16, "ignis_stack_id size");
 
 /*
- * A stack as walked by the kernel, leaf first. Value of the stacks maps, keyed by its
- * ignis_stack_id. Entries are immutable once inserted.
+ * A stack as walked by the kernel, leaf first: the walk's scratch, stored in the stacks maps
+ * in parts (struct ignis_stack_part) under its ignis_stack_id. Entries are immutable once
+ * inserted.
  */
 struct ignis_stack {
 	__u32 len;			  /* frames used in ips[] */
@@ -71,6 +73,42 @@ struct ignis_stack {
 	__u64 ips[IGNIS_MAX_STACK_DEPTH]; /* instruction pointers; ips[0] is the leaf */
 };
 _Static_assert(sizeof(struct ignis_stack) == 8 + 8 * IGNIS_MAX_STACK_DEPTH, "ignis_stack size");
+
+/*
+ * How a stack is kept: in parts of IGNIS_STACK_PART_FRAMES frames, so that the maps' memory
+ * follows the frames stored, not the deepest stack possible. Part 0 carries the stack's len
+ * and flags and its first frames, in the stacks map under the stack's id; part k (k >= 1)
+ * frames [k * IGNIS_STACK_PART_FRAMES, (k + 1) * IGNIS_STACK_PART_FRAMES), in the tails map
+ * under (id, k), after 8 bytes it does not use (they let BPF copy a part straight from struct
+ * ignis_stack: the 8 bytes before ips[k * IGNIS_STACK_PART_FRAMES] are a frame of the part
+ * before). The later parts are stored before part 0, so a part 0 in the map means all of its
+ * stack's parts are there; when the tails map has no room for them, part 0 is stored alone,
+ * cut to its frames and flagged STACK_F_TRUNCATED (counted: STAT_STACKS_CUT). Part 0 has a
+ * map of its own, sized for every stack a window can bring, so deep stacks never take the
+ * room of another stack's first part. Most stacks are one part: a 256-frame stack in one
+ * entry would make every entry 2 KiB (bpf/maps.bpf.h store_stack(), agent/collect/drain.c,
+ * sizing in agent/collect/sampler.c).
+ */
+#ifndef IGNIS_STACK_PART_FRAMES
+#define IGNIS_STACK_PART_FRAMES 32
+#define IGNIS_STACK_PARTS	(IGNIS_MAX_STACK_DEPTH / IGNIS_STACK_PART_FRAMES)
+#endif
+
+struct ignis_stack_part_key {
+	struct ignis_stack_id id;
+	__u32 part; /* 1 .. IGNIS_STACK_PARTS - 1 */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct ignis_stack_part_key) == 24, "ignis_stack_part_key size");
+
+struct ignis_stack_part {
+	__u32 len;   /* part 0: the stack's frames (ignis_stack.len); others: unused */
+	__u32 flags; /* part 0: STACK_F_*; others: unused */
+	__u64 ips[IGNIS_STACK_PART_FRAMES];
+};
+_Static_assert(sizeof(struct ignis_stack_part) == 8 + 8 * IGNIS_STACK_PART_FRAMES,
+	       "ignis_stack_part size");
+_Static_assert(IGNIS_MAX_STACK_DEPTH % IGNIS_STACK_PART_FRAMES == 0, "stack parts");
 
 /* stack.flags: what the unwinder knows about the end of a user stack (0 for kernel stacks and
  * frame-pointer walks, whose end the agent judges by the outermost-frame rule). */

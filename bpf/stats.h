@@ -125,6 +125,9 @@
 	  "Threads whose state could not be stored (allocation failed, or its recursion guard): "       \
 	  "their wait is not counted.")                                                                 \
 	X(OFFCPU_DROPS, "ignis_offcpu_samples_dropped_total", "", "offcpu_drops",                       \
-	  "Off-CPU samples lost to a full map (their nanoseconds are in no sample).")
+	  "Off-CPU samples lost to a full map (their nanoseconds are in no sample).")                   \
+	X(STACKS_CUT, "ignis_stacks_cut_total", "", "stacks_cut",                                       \
+	  "Stacks kept with their first 32 frames only: the stacks map had no room for the rest "       \
+	  "(they end in [truncated]).")
 
 #endif /* IGNIS_BPF_STATS_H */

@@ -59,7 +59,8 @@ static struct stack_id stack_id_of(const struct ignis_stack_id *id)
 	return (struct stack_id){ .lo = id->lo, .hi = id->hi };
 }
 
-typedef int (*drain_entry_fn)(struct drained_window *w, const void *key, const void *value);
+/* ctx: the window, or for the stacks map struct stacks_read. */
+typedef int (*drain_entry_fn)(void *ctx, const void *key, const void *value);
 
 void drain_sample_of(const struct ignis_sample_key *k, uint64_t count, struct drained_sample *s)
 {
@@ -84,16 +85,18 @@ void drain_counters_of(const uint64_t *stats, struct counters *c)
 #undef BPF_ROW
 }
 
-static int counts_entry(struct drained_window *w, const void *key, const void *value)
+static int counts_entry(void *ctx, const void *key, const void *value)
 {
+	struct drained_window *w = ctx;
 	struct drained_sample s;
 
 	drain_sample_of(key, *(const uint64_t *)value, &s);
 	return drained_window__add_sample(w, &s);
 }
 
-static int offcpu_entry(struct drained_window *w, const void *key, const void *value)
+static int offcpu_entry(void *ctx, const void *key, const void *value)
 {
+	struct drained_window *w = ctx;
 	struct drained_sample s;
 
 	drain_sample_of(key, 0, &s);
@@ -105,17 +108,124 @@ static int offcpu_entry(struct drained_window *w, const void *key, const void *v
 	return drained_window__add_sample(w, &s);
 }
 
-static int stacks_entry(struct drained_window *w, const void *key, const void *value)
-{
-	const struct ignis_stack *st = value;
-	struct stack_id id = stack_id_of(key);
+#define PART_FRAMES IGNIS_STACK_PART_FRAMES
 
-	return drained_window__add_stack(w, &id, st->flags, (const uint64_t *)st->ips, st->len);
+/* A part kept until its stack's parts are all read. */
+struct stack_part_rec {
+	struct stack_id id;
+	uint32_t part;
+	uint32_t len;	/* part 0's */
+	uint32_t flags; /* part 0's */
+	uint64_t ips[PART_FRAMES];
+};
+
+void stack_parts__init(struct stack_parts *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void stack_parts__fini(struct stack_parts *p)
+{
+	free(p->v);
+	p->v = NULL;
+	p->n = p->cap = 0;
+}
+
+int stack_parts__add(struct stack_parts *p, const struct ignis_stack_part_key *k,
+		     const struct ignis_stack_part *v, struct drained_window *w)
+{
+	struct stack_id id = stack_id_of(&k->id);
+	struct stack_part_rec *r;
+	uint32_t len = v->len < STACK_MAX_DEPTH ? v->len : STACK_MAX_DEPTH;
+
+	if (k->part >= IGNIS_STACK_PARTS)
+		return 0; /* no part BPF writes */
+	if (k->part == 0 && len <= PART_FRAMES)
+		return drained_window__add_stack(w, &id, v->flags, (const uint64_t *)v->ips, len);
+	if (grow_array((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v)))
+		return -ENOMEM;
+	r = &p->v[p->n++];
+	r->id = id;
+	r->part = k->part;
+	r->len = k->part ? 0 : len;
+	r->flags = k->part ? 0 : v->flags;
+	memcpy(r->ips, v->ips, sizeof(r->ips));
+	return 0;
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+	const struct stack_part_rec *x = a, *y = b;
+
+	if (x->id.lo != y->id.lo)
+		return x->id.lo < y->id.lo ? -1 : 1;
+	if (x->id.hi != y->id.hi)
+		return x->id.hi < y->id.hi ? -1 : 1;
+	return x->part < y->part ? -1 : x->part > y->part;
+}
+
+int stack_parts__finish(struct stack_parts *p, struct drained_window *w)
+{
+	uint64_t ips[STACK_MAX_DEPTH];
+	size_t i = 0, j;
+	int err = 0;
+
+	qsort(p->v, p->n, sizeof(*p->v), part_cmp);
+	while (i < p->n && !err) {
+		const struct stack_part_rec *head = &p->v[i];
+		uint32_t len = head->len, flags = head->flags, want = 1;
+
+		/* The group of this id: its parts in order, part 0 first if it is there. */
+		for (j = i + 1;
+		     j < p->n && p->v[j].id.lo == head->id.lo && p->v[j].id.hi == head->id.hi; j++)
+			;
+		if (head->part == 0) {
+			memcpy(ips, head->ips, sizeof(head->ips));
+			for (i++; i < j && want * PART_FRAMES < len; i++, want++) {
+				if (p->v[i].part != want)
+					break;
+				memcpy(ips + want * PART_FRAMES, p->v[i].ips, sizeof(p->v[i].ips));
+			}
+			if (want * PART_FRAMES < len) {
+				len = want * PART_FRAMES;
+				flags |= STACK_TRUNCATED;
+				p->cut++;
+			}
+			err = drained_window__add_stack(w, &head->id, flags, ips, len);
+		}
+		i = j;
+	}
+	stack_parts__fini(p);
+	return err;
+}
+
+struct stacks_read {
+	struct drained_window *w;
+	struct stack_parts parts;
+};
+
+/* An entry of the stacks map: a stack's part 0, under its id. */
+static int stacks_entry(void *ctx, const void *key, const void *value)
+{
+	struct ignis_stack_part_key k = { .id = *(const struct ignis_stack_id *)key };
+	struct stacks_read *r = ctx;
+
+	return stack_parts__add(&r->parts, &k, value, r->w);
+}
+
+/* An entry of the tails map: a part >= 1. */
+static int tails_entry(void *ctx, const void *key, const void *value)
+{
+	const struct ignis_stack_part_key *k = key;
+	struct stacks_read *r = ctx;
+
+	if (!k->part)
+		return 0; /* BPF writes no part 0 here */
+	return stack_parts__add(&r->parts, k, value, r->w);
 }
 
 /* Walk with get_next_key: for kernels without batch operations on this map type. */
-static int drain_slow(int fd, size_t key_size, size_t value_size, struct drained_window *w,
-		      drain_entry_fn fn)
+static int drain_slow(int fd, size_t key_size, size_t value_size, void *ctx, drain_entry_fn fn)
 {
 	void *key = calloc(1, key_size), *next = calloc(1, key_size), *value = malloc(value_size);
 	int err = 0;
@@ -127,7 +237,7 @@ static int drain_slow(int fd, size_t key_size, size_t value_size, struct drained
 	/* Deleting as we go: always restart from the first key. */
 	while (!bpf_map_get_next_key(fd, NULL, next)) {
 		if (!bpf_map_lookup_elem(fd, next, value)) {
-			err = fn(w, next, value);
+			err = fn(ctx, next, value);
 			if (err)
 				break;
 		}
@@ -143,8 +253,8 @@ cleanup:
 	return err;
 }
 
-static int drain_map(int fd, size_t key_size, size_t value_size, uint32_t chunk,
-		     struct drained_window *w, drain_entry_fn fn)
+static int drain_map(int fd, size_t key_size, size_t value_size, uint32_t chunk, void *ctx,
+		     drain_entry_fn fn)
 {
 	size_t token_size = key_size > sizeof(uint64_t) ? key_size : sizeof(uint64_t);
 	void *keys = calloc(chunk, key_size), *values = calloc(chunk, value_size);
@@ -168,14 +278,14 @@ static int drain_map(int fd, size_t key_size, size_t value_size, uint32_t chunk,
 				err = 0;
 			} else if (first &&
 				   (err == -EINVAL || err == -EOPNOTSUPP || err == -ENOTSUPP)) {
-				err = drain_slow(fd, key_size, value_size, w, fn);
+				err = drain_slow(fd, key_size, value_size, ctx, fn);
 				goto cleanup;
 			} else {
 				goto cleanup;
 			}
 		}
 		for (i = 0; i < count; i++) {
-			err = fn(w, (char *)keys + (size_t)i * key_size,
+			err = fn(ctx, (char *)keys + (size_t)i * key_size,
 				 (char *)values + (size_t)i * value_size);
 			if (err)
 				goto cleanup;
@@ -224,6 +334,7 @@ static int drain_stats(int fd, unsigned int gen, struct drained_window *w)
 
 int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 {
+	struct stacks_read sr;
 	int err;
 
 	err = drain_stats(sampler__stats_fd(s), gen, w);
@@ -231,12 +342,23 @@ int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 		pr_warn("drain: cannot read counters: %s", strerror(-err));
 		return err;
 	}
+	sr.w = w;
+	stack_parts__init(&sr.parts);
 	err = drain_map(sampler__stacks_fd(s, gen), sizeof(struct ignis_stack_id),
-			sizeof(struct ignis_stack), STACKS_CHUNK, w, stacks_entry);
+			sizeof(struct ignis_stack_part), STACKS_CHUNK, &sr, stacks_entry);
+	if (!err)
+		err = drain_map(sampler__tails_fd(s, gen), sizeof(struct ignis_stack_part_key),
+				sizeof(struct ignis_stack_part), STACKS_CHUNK, &sr, tails_entry);
+	if (!err)
+		err = stack_parts__finish(&sr.parts, w);
+	stack_parts__fini(&sr.parts);
 	if (err) {
 		pr_warn("drain: cannot read stacks: %s", strerror(-err));
 		return err;
 	}
+	if (sr.parts.cut)
+		pr_warn("drain: %llu stacks had a part missing: cut before it, [truncated]",
+			(unsigned long long)sr.parts.cut);
 	err = drain_map(sampler__counts_fd(s, gen), sizeof(struct ignis_sample_key),
 			sizeof(uint64_t), COUNTS_CHUNK, w, counts_entry);
 	if (err) {

@@ -26,11 +26,27 @@
 #include "samples.h"
 #include "sampler.h"
 
-/* Map sizing: a window holds at most CPUs x Hz x seconds samples; leave room for windows
- * that run late, and never go below or above these bounds unless asked. */
-#define MIN_MAP_ENTRIES	    1024U
-#define MAX_MAP_ENTRIES	    (256U * 1024)
-#define SIZING_HEADROOM_PCT 150
+/*
+ * Map sizing: a window holds at most CPUs x Hz x seconds samples; leave room for windows
+ * that run late, and never go below or above these bounds unless asked. Each sample stores
+ * at most two new stacks (user and kernel), an off-CPU sample as well. A stack takes one
+ * entry per IGNIS_STACK_PART_FRAMES frames (bpf/profiler.h): its first in the stacks map,
+ * which has room for every stack a window can bring, so no sample ever loses its stack's
+ * leaf frames; the others in the tails map, STACK_TAILS_PER_STACK entries per stack: every
+ * stack of a window is whole as long as their average is up to 64 frames, whatever the host
+ * runs, and deep ones (a Python stack, to 256 frames) share the room shorter ones leave. A
+ * full tails map keeps a stack's first part, cut (counted); docs/architecture.md has the
+ * sizes per CPU count.
+ */
+#define MIN_MAP_ENTRIES	      1024U
+#define MAX_MAP_ENTRIES	      (256U * 1024)
+#define SIZING_HEADROOM_PCT   150
+#define STACK_TAILS_PER_STACK 1
+/* procs (LRU): the process images BPF announced; an evicted one is announced again (one
+ * event, which the agent finds known). Twice a window's samples: every process a window
+ * can sample, and the previous window's. */
+#define MIN_PROCS_ENTRIES 4096U
+#define MAX_PROCS_ENTRIES (64U * 1024)
 
 struct cpu_event {
 	int pfd; /* perf event fd, owned by link once attached */
@@ -54,7 +70,9 @@ struct sampler {
 	unsigned int nr_gone;
 	uint64_t period_ns;   /* cpu-clock period, 0 for the hardware event */
 	uint64_t attached_ns; /* CLOCK_MONOTONIC when the programs were attached */
-	uint32_t max_stacks;
+	uint32_t max_stacks;  /* stacks a window can bring: entries of each stacks map */
+	uint32_t max_tails;   /* entries of each generation's tails map */
+	uint32_t max_procs;   /* entries of procs */
 	uint32_t max_samples;
 	uint32_t max_offcpu; /* entries of each generation's off-CPU map */
 	bool unwinds;	     /* the table unwinder is loaded */
@@ -356,7 +374,7 @@ static int load(struct sampler *s, bool unwind, bool files)
 {
 	const struct sampler_opts *opts = &s->opts;
 	struct profiler_bpf *skel;
-	struct bpf_map *maps[6];
+	struct bpf_map *maps[8];
 	uint32_t zero = IGNIS_PROG_UNWIND;
 	size_t i;
 	int err, fd;
@@ -392,14 +410,19 @@ static int load(struct sampler *s, bool unwind, bool files)
 	maps[1] = skel->maps.stacks_1;
 	maps[2] = skel->maps.counts_0;
 	maps[3] = skel->maps.counts_1;
-	maps[4] = skel->maps.offcpu_0;
-	maps[5] = skel->maps.offcpu_1;
-	for (i = 0; i < 6; i++) {
+	maps[4] = skel->maps.tails_0;
+	maps[5] = skel->maps.tails_1;
+	maps[6] = skel->maps.offcpu_0;
+	maps[7] = skel->maps.offcpu_1;
+	for (i = 0; i < 8; i++) {
 		/* Off-CPU keys come with threads, not with the sampling rate: a host that starts
 		 * thousands of short processes a second has that many keys per window. */
-		uint32_t n = i < 2 ? s->max_stacks : i < 4 ? s->max_samples : s->max_offcpu;
+		uint32_t n = i < 2 ? s->max_stacks :
+			     i < 4 ? s->max_samples :
+			     i < 6 ? s->max_tails :
+				     s->max_offcpu;
 
-		err = bpf_map__set_max_entries(maps[i], i < 4 || opts->offcpu ? n : 1);
+		err = bpf_map__set_max_entries(maps[i], i < 6 || opts->offcpu ? n : 1);
 		if (err)
 			goto err_size;
 	}
@@ -410,6 +433,9 @@ static int load(struct sampler *s, bool unwind, bool files)
 		bpf_program__set_autoload(skel->progs.ignis_offcpu, false);
 	}
 
+	err = bpf_map__set_max_entries(skel->maps.procs, s->max_procs);
+	if (err)
+		goto err_size;
 	if (opts->nr_pids) {
 		err = bpf_map__set_max_entries(skel->maps.pid_filter, (uint32_t)opts->nr_pids);
 		if (err)
@@ -502,10 +528,29 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	nr_cpus = s->nr_possible;
 	/* A sample needs one count entry and at most two new stacks. */
 	s->max_samples = size_map(opts->max_samples, opts, 1, nr_cpus);
-	s->max_stacks = size_map(opts->max_stacks, opts, 2, nr_cpus);
 	s->max_offcpu = s->max_samples * 4 < MAX_MAP_ENTRIES ? s->max_samples * 4 : MAX_MAP_ENTRIES;
 	if (s->max_offcpu < 8192)
 		s->max_offcpu = 8192;
+	s->max_stacks = size_map(opts->max_stacks, opts, 2, nr_cpus);
+	if (!opts->max_stacks && opts->offcpu) {
+		/* Off-CPU samples bring two stacks each too: at most the rate cap's, and no more
+		 * than their map keeps keys for. */
+		uint64_t n = 2ULL * s->max_offcpu, w = opts->window_sec ? opts->window_sec : 10;
+
+		if (opts->offcpu_max_rate && 2ULL * opts->offcpu_max_rate * (uint64_t)nr_cpus * w *
+							     SIZING_HEADROOM_PCT / 100 <
+						     n)
+			n = 2ULL * opts->offcpu_max_rate * (uint64_t)nr_cpus * w *
+			    SIZING_HEADROOM_PCT / 100;
+		n += s->max_stacks;
+		s->max_stacks = n < MAX_MAP_ENTRIES ? (uint32_t)n : MAX_MAP_ENTRIES;
+	}
+	s->max_tails = s->max_stacks * STACK_TAILS_PER_STACK;
+	s->max_procs = s->max_samples * 2;
+	if (s->max_procs < MIN_PROCS_ENTRIES)
+		s->max_procs = MIN_PROCS_ENTRIES;
+	if (s->max_procs > MAX_PROCS_ENTRIES)
+		s->max_procs = MAX_PROCS_ENTRIES;
 
 	files = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) > 0;
 	err = load(s, opts->unwind != SAMPLER_UNWIND_FP, files);
@@ -558,9 +603,10 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 		pr_err("cannot open the event ring buffer: %s", strerror(-err));
 		goto err_out;
 	}
-	pr_debug("BPF loaded: %u stacks and %u samples per generation, %d possible CPUs, "
-		 "table unwinder %s, off-CPU %s",
-		 s->max_stacks, s->max_samples, s->nr_possible, s->unwinds ? "on" : "off",
+	pr_debug("BPF loaded: %u stacks (and %u further parts) and %u samples per generation, "
+		 "%d possible CPUs, table unwinder %s, off-CPU %s",
+		 s->max_stacks, s->max_tails, s->max_samples, s->nr_possible,
+		 s->unwinds ? "on" : "off",
 		 !opts->offcpu			     ? "off" :
 		 skel->rodata->cfg.switch_prev_state ? "on (thread state from prev_state)" :
 						       "on (thread state from __state)");
@@ -806,6 +852,11 @@ int sampler__poll(struct sampler *s, int timeout_ms, int wake_fd)
 int sampler__stacks_fd(const struct sampler *s, unsigned int gen)
 {
 	return bpf_map__fd(gen & 1 ? s->skel->maps.stacks_1 : s->skel->maps.stacks_0);
+}
+
+int sampler__tails_fd(const struct sampler *s, unsigned int gen)
+{
+	return bpf_map__fd(gen & 1 ? s->skel->maps.tails_1 : s->skel->maps.tails_0);
 }
 
 int sampler__counts_fd(const struct sampler *s, unsigned int gen)

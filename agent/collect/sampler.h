@@ -20,10 +20,12 @@
 struct proc_event;
 struct sampler;
 
-/* The table unwinder's maps: processes and their mappings they hold, the main executables
- * recognised before their process is published, and the bytes of one row. */
+/* The table unwinder's maps: processes and the mappings they hold (48 bytes each: 32768
+ * are 1.5 MiB, e.g. 500 processes of 60 executable mappings; a process that finds no room
+ * is counted, walked with frame pointers and retried after the next window), the main
+ * executables recognised before their process is published, and the bytes of one row. */
 #define SAMPLER_UNWIND_PROCESSES   8192
-#define SAMPLER_UNWIND_MAPPINGS	   (64 * 1024)
+#define SAMPLER_UNWIND_MAPPINGS	   (32 * 1024)
 #define SAMPLER_UNWIND_EXECUTABLES 4096
 #define SAMPLER_UNWIND_ROW_BYTES   8 /* struct ignis_unwind_row */
 
@@ -33,9 +35,11 @@ struct py_code_event;
 /* Called for each Python code object the walker announced; return 0 to continue. */
 typedef int (*sampler_py_code_fn)(void *ctx, const struct py_code_event *ev);
 
-/* The Python walker's maps: attached interpreters, and code objects announced (LRU). */
+/* The Python walker's maps: attached interpreters, and code objects announced (LRU, 104
+ * bytes an entry: an evicted one met again is announced again under a new serial and read
+ * again by the agent, a cost but no loss). */
 #define SAMPLER_PY_PROCESSES 4096
-#define SAMPLER_PY_CODES     (64 * 1024)
+#define SAMPLER_PY_CODES     (16 * 1024)
 
 struct sampler_opts {
 	unsigned int frequency_hz; /* samples per second per CPU */
@@ -45,7 +49,7 @@ struct sampler_opts {
 	bool skip_walk;	      /* benchmark: count samples without walking stacks */
 	const uint32_t *pids; /* only these tgids (--pid), or NULL for all */
 	size_t nr_pids;
-	uint32_t max_stacks;	    /* entries of each generation's stacks map, 0: sized */
+	uint32_t max_stacks;	    /* stacks per window (and as many further parts), 0: sized */
 	uint32_t max_samples;	    /* entries of each generation's counts map, 0: sized */
 	unsigned int window_sec;    /* window length, used to size the maps */
 	uint64_t mmap_event_gap_ns; /* see struct ignis_config */
@@ -112,6 +116,7 @@ int sampler__poll(struct sampler *s, int timeout_ms, int wake_fd);
 
 /* Map descriptors for the drain; valid while s lives. */
 int sampler__stacks_fd(const struct sampler *s, unsigned int gen);
+int sampler__tails_fd(const struct sampler *s, unsigned int gen); /* deep stacks' later parts */
 int sampler__counts_fd(const struct sampler *s, unsigned int gen);
 int sampler__stats_fd(const struct sampler *s);
 int sampler__procs_fd(const struct sampler *s);

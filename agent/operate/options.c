@@ -537,9 +537,12 @@ static const struct option_desc agent_options[] = {
 	  "auto", 0, NULL, opt_unwind },
 	{ "unwind-table-size", 0, "SIZE",
 	  "kernel memory for unwind tables (8 bytes per row: libc needs 28000 rows, LLVM 950000); "
-	  "when full, tables no stack used for two windows make room; a table that still does "
-	  "not fit is logged once with the size to set, and stacks through it end in [truncated]",
-	  "16MiB", 0, NULL, opt_unwind_table_size },
+	  "when full, tables no stack used for two windows make room, so it needs to hold what "
+	  "is sampled at once, not every binary the host runs: the default holds libLLVM beside "
+	  "libc and the common libraries, clang (libLLVM and libclang-cpp, 1.95 million rows) "
+	  "needs 20MiB; a table that still does not fit is logged once with the size to set, "
+	  "and stacks through it end in [truncated]",
+	  "8MiB", 0, NULL, opt_unwind_table_size },
 	{ "symbol-cache-size", 0, "SIZE",
 	  "memory budget for cached symbol tables (one library's DWARF may take half of it, "
 	  "while a window is symbolized)",
@@ -554,8 +557,10 @@ static const struct option_desc agent_options[] = {
 	  NULL, 0, "DEBUGINFOD_URLS", opt_debuginfod_urls },
 	{ "debuginfod-timeout", 0, "DURATION", "give up on one debuginfod fetch after this long",
 	  "30s", 0, NULL, opt_debuginfod_timeout },
-	{ "max-stacks", 0, "N", "stacks per window in the BPF maps (0: sized automatically)", "0",
-	  0, NULL, opt_max_stacks },
+	{ "max-stacks", 0, "N",
+	  "stacks per window in the BPF maps, two 32-frame parts each (0: sized from CPUs, "
+	  "frequency and interval)",
+	  "0", 0, NULL, opt_max_stacks },
 	{ "metrics-address", 0, "HOST:PORT",
 	  "serve Prometheus metrics on /metrics and health on /healthz here", NULL, 0, NULL,
 	  opt_metrics_address },
@@ -601,7 +606,7 @@ static void agent_init(struct agent_config *cfg)
 	cfg->log_level = LOG_LEVEL_INFO;
 	cfg->event = SAMPLER_EVENT_CPU_CLOCK;
 	cfg->unwind = SAMPLER_UNWIND_AUTO;
-	cfg->unwind_table_bytes = 16ULL << 20;
+	cfg->unwind_table_bytes = 8ULL << 20;
 	cfg->symbol_cache_bytes = 64ULL << 20;
 	cfg->debug_dir = strdup("/usr/lib/debug");
 	cfg->debuginfod_timeout_sec = 30;

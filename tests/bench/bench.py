@@ -874,7 +874,7 @@ UNWIND_DEPTHS = (10, 30)
 # unwind_deep's own functions: a sample is whole when it holds all DEPTH frames of them.
 UNWIND_FRAMES = {"spin", "descend", "worker"}
 ROW_BYTES = 8	# struct ignis_unwind_row (bpf/profiler.h)
-ROW_MAP_DEFAULT = 16 << 20	# --unwind-table-size's default
+ROW_MAP_DEFAULT = 8 << 20	# --unwind-table-size's default
 UNWIND_DUMP = os.path.join(BUILD, "tests", "unwind_dump")
 UNWIND_MANY = os.path.join(BENCH, "unwind_many")
 

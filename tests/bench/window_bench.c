@@ -127,7 +127,8 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 		const uint64_t *kaddrs, int nr_kaddrs)
 {
 	int sfd = sampler__stacks_fd(s, 0), cfd = sampler__counts_fd(s, 0), err = 0;
-	struct ignis_stack *stacks = calloc(CHUNK, sizeof(*stacks));
+	/* Stacks of up to 16 frames: one part each (struct ignis_stack_part). */
+	struct ignis_stack_part *stacks = calloc(CHUNK, sizeof(*stacks));
 	struct ignis_sample_key *keys = calloc(CHUNK, sizeof(*keys));
 	struct ignis_stack_id *ids = calloc(CHUNK, sizeof(*ids));
 	uint64_t *counts = calloc(CHUNK, sizeof(*counts));
@@ -148,7 +149,7 @@ static int fill(struct sampler *s, const struct proc *procs, int nr_procs, long 
 	err = update_batch(sfd, ids, stacks, KERNEL_STACKS);
 	for (i = 0; !err && i < nr_stacks; i++) {
 		const struct proc *p = &procs[i % nr_procs];
-		struct ignis_stack *st = &stacks[n];
+		struct ignis_stack_part *st = &stacks[n];
 		struct ignis_sample_key *k = &keys[n];
 
 		memset(st, 0, sizeof(*st));

@@ -75,8 +75,8 @@ static void test_stacks(void **state)
 	for (i = 0; i < sizeof(ips) / sizeof(ips[0]); i++)
 		ips[i] = 0x400000 + i;
 	drained_window__init(&w);
-	assert_int_equal(drained_window__add_stack(&w, &id, STACK_TABLES, ips,
-						   STACK_MAX_DEPTH + 5), 0);
+	assert_int_equal(drained_window__add_stack(&w, &id, STACK_TABLES, ips, STACK_MAX_DEPTH + 5),
+			 0);
 	assert_int_equal(drained_window__add_stack(&w, &id, 0, ips + 1, 3), 0);
 	st = drained_window__stack(&w, &id);
 	assert_non_null(st);
@@ -88,5 +88,73 @@ static void test_stacks(void **state)
 	drained_window__fini(&w);
 }
 
+/* Feed the parts of a stack of len frames (ips 0x1000 + i) whose parts are listed. */
+static void feed_parts(struct stack_parts *p, struct drained_window *w, uint64_t lo, uint32_t len,
+		       uint32_t flags, const int *parts, int nr)
+{
+	struct ignis_stack_part_key k;
+	struct ignis_stack_part v;
+	int i, j;
+
+	for (i = 0; i < nr; i++) {
+		memset(&k, 0, sizeof(k));
+		memset(&v, 0, sizeof(v));
+		k.id.lo = lo;
+		k.id.hi = 7;
+		k.part = (__u32)parts[i];
+		v.len = parts[i] ? 0xdead : len; /* later parts' header: BPF's other bytes */
+		v.flags = parts[i] ? 0xbeef : flags;
+		for (j = 0; j < IGNIS_STACK_PART_FRAMES; j++)
+			v.ips[j] = 0x1000 + (uint64_t)(parts[i] * IGNIS_STACK_PART_FRAMES + j);
+		assert_int_equal(stack_parts__add(p, &k, &v, w), 0);
+	}
+}
+
+static void assert_frames(const struct drained_window *w, uint64_t lo, uint32_t len, uint32_t flags)
+{
+	struct stack_id id = { .lo = lo, .hi = 7 };
+	const struct drained_stack *st = drained_window__stack(w, &id);
+	uint32_t i;
+
+	assert_non_null(st);
+	assert_int_equal(st->len, len);
+	assert_int_equal(st->flags, flags);
+	for (i = 0; i < len; i++)
+		assert_int_equal(st->ips[i], 0x1000 + i);
+}
+
+/* A stacks map's parts, in any order, joined into whole stacks (bpf/profiler.h). */
+static void test_stack_parts(void **state)
+{
+	static const int one[] = { 0 }, deep[] = { 5, 2, 0, 7, 1, 3, 6, 4 }, mid[] = { 2, 0, 3, 1 },
+			 gap[] = { 0, 1, 3 }, orphans[] = { 1, 2 }, cut[] = { 0, 1 };
+	struct stack_id orphan = { .lo = 5, .hi = 7 };
+	struct stack_parts p;
+	struct drained_window w;
+
+	(void)state;
+	drained_window__init(&w);
+	stack_parts__init(&p);
+	feed_parts(&p, &w, 1, 20, STACK_F_COMPLETE, one, 1);  /* one part */
+	feed_parts(&p, &w, 2, 256, STACK_F_TABLES, deep, 8);  /* the deepest */
+	feed_parts(&p, &w, 3, 100, 0, mid, 4);		      /* 4 parts */
+	feed_parts(&p, &w, 4, 110, STACK_F_TABLES, gap, 3);   /* part 2 missing */
+	feed_parts(&p, &w, 5, 0, 0, orphans, 2);	      /* no part 0 */
+	feed_parts(&p, &w, 6, 32, STACK_F_TRUNCATED, cut, 2); /* cut by BPF, part 1 left */
+	/* One part goes in at once; the others wait for the map's end. */
+	assert_frames(&w, 1, 20, STACK_COMPLETE);
+	assert_int_equal(hashmap__size(&w.stacks), 2);
+	assert_int_equal(stack_parts__finish(&p, &w), 0);
+	assert_frames(&w, 2, 256, STACK_TABLES);
+	assert_frames(&w, 3, 100, 0);
+	assert_frames(&w, 4, 64, STACK_TABLES | STACK_TRUNCATED);
+	assert_null(drained_window__stack(&w, &orphan));
+	assert_frames(&w, 6, 32, STACK_TRUNCATED);
+	assert_int_equal(p.cut, 1);
+	assert_int_equal(p.n, 0);
+	stack_parts__fini(&p);
+	drained_window__fini(&w);
+}
+
 UNIT_MAIN("drain", cmocka_unit_test(test_sample_of), cmocka_unit_test(test_counters_of),
-	  cmocka_unit_test(test_stacks))
+	  cmocka_unit_test(test_stacks), cmocka_unit_test(test_stack_parts))

@@ -112,6 +112,7 @@ void symbolizer__free(struct symbolizer *s)
 		free(s->scratch[--s->nr_scratch]);
 	sym_debug_files_free(s);
 	free(s->ksyms);
+	free(s->ksym_runs);
 	free(s->kernel_names);
 	free(s);
 }

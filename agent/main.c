@@ -295,6 +295,7 @@ static int run(struct agent *a)
 	}
 	if (stop_requested)
 		pr_info("%s: writing the last window", strsignal(stop_requested));
+	unwinder__stop_building(a->unwinder);
 	return cycle__window(a->cycle);
 }
 

@@ -5,18 +5,19 @@
 
 #include "../../symbolizer/symbolizer.h"
 
-static const char kallsyms[] = "ffffffff81000000 T _stext\n"
-			       "ffffffff81000000 T startup_64\n"
-			       "ffffffff81001000 t early_helper\n"
-			       "ffffffff81002000 D some_data\n"
-			       "ffffffff81003000 T do_syscall_64\n"
-			       "ffffffff81004000 T _etext\n"
-			       "0000000000000000 A fixed_percpu_data\n"
-			       "ffffffffc0a01000 t nft_do_chain\t[nf_tables]\n"
-			       "ffffffffc0a02000 t nft_lookup_eval\t[nf_tables]\n"
-			       "ffffffffc0b00000 t bpf_prog_6deef7357e7b4530_ignis_sample\t[bpf]\n"
-			       /* Modules come after the core kernel, not in address order. */
-			       "ffffffffc0900000 T ext4_mount\t[ext4]\n";
+static const char kallsyms[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000000 T startup_64\n"
+	"ffffffff81001000 t early_helper\n"
+	"ffffffff81002000 D some_data\n"
+	"ffffffff81003000 T do_syscall_64\n"
+	"ffffffff81004000 T _etext\n"
+	"0000000000000000 A fixed_percpu_data\n"
+	"ffffffffc0a01000 t nft_do_chain\t[nf_tables]\n"
+	"ffffffffc0a02000 t nft_lookup_eval\t[nf_tables]\n"
+	"ffffffffc0b00000 t bpf_prog_6deef7357e7b4530_ignis_sample\t[bpf]\n"
+	/* Modules come after the core kernel, not in address order. */
+	"ffffffffc0900000 T ext4_mount\t[ext4]\n";
 
 static struct symbolizer *load(const char *text, int *ret)
 {
@@ -54,7 +55,7 @@ static void test_lookup(void **state)
 
 	(void)state;
 	s = load(kallsyms, &n);
-	assert_int_equal(n, 9); /* text symbols */
+	assert_int_equal(n, 9);	/* text symbols */
 	expect(s, 0xffffffff81001234ULL, "early_helper", NULL);
 	/* Data ends the function before it: not early_helper. */
 	expect(s, 0xffffffff81002010ULL, NULL, NULL);
@@ -96,8 +97,10 @@ static void test_hidden_addresses(void **state)
 static void test_malformed(void **state)
 {
 	static const char *const bad[] = {
-		"ffffffff81000000 T\n",		"zzzz T foo\n",
-		"ffffffff81000000 Tfoo\n",	"ffffffff81000000 T foo\t[unterminated\n",
+		"ffffffff81000000 T\n",
+		"zzzz T foo\n",
+		"ffffffff81000000 Tfoo\n",
+		"ffffffff81000000 T foo\t[unterminated\n",
 		"ffffffff81000000 T foo bar\n",
 	};
 	struct symbolizer *s;
@@ -119,14 +122,15 @@ static void test_malformed(void **state)
  * an address past a run's upper bits belongs to that run's last symbol. */
 static void test_upper_address_bits(void **state)
 {
-	static const char text[] = "ffff800080000000 T _stext\n"
-				   "ffff800080001000 T far_core_fn\n"
-				   "ffff8000fffff000 t last_below\n"
-				   "ffff800100000000 D data_after\n"
-				   "ffff800100000010 T above_fn\n"
-				   "ffff800200000000 t mod_fn\t[far]\n"
-				   "ffff800200000100 t mod_fn2\t[far]\n"
-				   "ffff800200000200 T core_again\n";
+	static const char text[] =
+		"ffff800080000000 T _stext\n"
+		"ffff800080001000 T far_core_fn\n"
+		"ffff8000fffff000 t last_below\n"
+		"ffff800100000000 D data_after\n"
+		"ffff800100000010 T above_fn\n"
+		"ffff800200000000 t mod_fn\t[far]\n"
+		"ffff800200000100 t mod_fn2\t[far]\n"
+		"ffff800200000200 T core_again\n";
 	struct symbolizer *s;
 	int n;
 
@@ -164,4 +168,5 @@ static void test_reload(void **state)
 UNIT_MAIN("kallsyms", cmocka_unit_test(test_lookup),
 	  cmocka_unit_test(test_same_address_prefers_a_name),
 	  cmocka_unit_test(test_hidden_addresses), cmocka_unit_test(test_malformed),
-	  cmocka_unit_test(test_upper_address_bits), cmocka_unit_test(test_reload))
+	  cmocka_unit_test(test_upper_address_bits),
+	  cmocka_unit_test(test_reload))

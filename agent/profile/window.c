@@ -866,12 +866,18 @@ static int cmp_ahead(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* Addresses seen, direct-mapped: most repeats (the callers stacks share) are never appended
+ * twice, so that the sort and the lookups ahead cost about the unique addresses. */
+#define AHEAD_SEEN 4096
+
 /* Append the object addresses of user stack st of img, as convert() will look them up
  * (return addresses adjusted, Python frames and unmapped return addresses skipped). */
 static int collect_ahead(struct build_ctx *c, struct proc_image *img,
-			 const struct drained_stack *st, struct ahead **v, size_t *nr, size_t *cap)
+			 const struct drained_stack *st, struct ahead *seen, struct ahead **v,
+			 size_t *nr, size_t *cap)
 {
 	const struct proc_mapping *pm;
+	struct ahead *slot;
 	uint32_t i;
 	int err;
 
@@ -893,6 +899,10 @@ static int collect_ahead(struct build_ctx *c, struct proc_image *img,
 		if (!pm || !pm->object ||
 		    sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &addr))
 			continue;
+		slot = &seen[hash_u64(addr ^ (uintptr_t)pm->object) % AHEAD_SEEN];
+		if (slot->obj == pm->object && slot->addr == addr)
+			continue;
+		*slot = (struct ahead){ pm->object, addr };
 		err = grow_array((void **)v, cap, *nr + 1, sizeof(**v));
 		if (err)
 			return err;
@@ -912,13 +922,17 @@ static int collect_ahead(struct build_ctx *c, struct proc_image *img,
 static void symbolize_ahead(struct build_ctx *c, const struct drained_window *dw)
 {
 	struct stack_conv *keys;
-	struct ahead *v = NULL;
+	struct ahead *v = NULL, *seen;
 	size_t nr = 0, cap = 0, nr_keys = 0, i, j;
 	uint64_t *addrs;
 
 	keys = calloc(dw->nr_samples ? dw->nr_samples : 1, sizeof(*keys));
-	if (!keys)
+	seen = calloc(AHEAD_SEEN, sizeof(*seen));
+	if (!keys || !seen) {
+		free(keys);
+		free(seen);
 		return;
+	}
 	for (i = 0; i < dw->nr_samples; i++) {
 		const struct drained_sample *k = &dw->samples[i];
 		struct proc_id id = { .tgid = k->tgid,
@@ -941,7 +955,7 @@ static void symbolize_ahead(struct build_ctx *c, const struct drained_window *dw
 		if (hashmap__find(&c->convs, key))
 			continue; /* this image's stack is collected already */
 		if (hashmap__insert(&c->convs, key, key) ||
-		    collect_ahead(c, img, st, &v, &nr, &cap))
+		    collect_ahead(c, img, st, seen, &v, &nr, &cap))
 			goto out;
 		nr_keys++;
 	}
@@ -962,6 +976,7 @@ out:
 	hashmap__fini(&c->convs);
 	hashmap__init(&c->convs, hash_conv, equal_conv);
 	free(keys);
+	free(seen);
 	free(v);
 }
 

@@ -38,7 +38,6 @@
 #define KALLSYMS_RELOAD_NS (300 * NSEC_PER_SEC)
 #define GZIP_LEVEL	   6
 /* After closing this much DWARF (bytes), give the heap's free memory back to the system. */
-#define DWARF_TRIM_BYTES (1 << 20)
 
 struct cycle {
 	struct cycle_opts opts;
@@ -447,10 +446,11 @@ static void release(struct cycle *c, const struct window *w)
 
 	proctab__release(c->opts.proctab, w->seq);
 	/* DWARF's sections stay in memory only while a window is symbolized (libc6-dbg's libc
-	 * alone holds 10-14 MiB open); what they named stays in the address caches. glibc keeps
-	 * freed blocks of that size in the heap unless asked. */
-	if (symbolizer__release_dwarf(c->opts.symbolizer) >= DWARF_TRIM_BYTES)
-		malloc_trim(0);
+	 * alone holds 10-14 MiB open); what they named stays in the address caches. */
+	symbolizer__release_dwarf(c->opts.symbolizer);
+	/* The window's own blocks (the drained stacks, the profile, the encoded buffer) are
+	 * free too: glibc returns free pages inside the heap only when asked (a few ms). */
+	malloc_trim(0);
 	if (c->opts.python)
 		python__release(c->opts.python, w->seq);
 	proctab__rescan(c->opts.proctab, c->seq);

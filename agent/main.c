@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,7 @@ struct agent {
 	struct unwinder *unwinder;	       /* NULL without the table unwinder */
 	struct python *python;		       /* NULL without the Python walker */
 	struct cycle *cycle;		       /* what happens at each window boundary */
+	bool curl;			       /* curl_global_init() was called */
 };
 
 static void symbolizer_print(enum sym_log_level level, const char *fmt, va_list ap)
@@ -293,6 +295,7 @@ static int run(struct agent *a)
 	}
 	if (stop_requested)
 		pr_info("%s: writing the last window", strsignal(stop_requested));
+	unwinder__stop_building(a->unwinder);
 	return cycle__window(a->cycle);
 }
 
@@ -539,7 +542,12 @@ static int configure(struct agent *a, int argc, char **argv, char **kube_url)
 	if (config_act(cfg, stdout))
 		return 0;
 	log_max_level = cfg->log_level;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* libcurl (and through it OpenSSL: 2 MiB of RSS) is initialized only when something
+	 * will make requests; libdebuginfod brings its own. */
+	if (cfg->server_url || cfg->kubernetes) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		a->curl = true;
+	}
 	if (check_pids(cfg) || config_check(cfg, stderr))
 		return 2;
 	if (cfg->kubernetes) {
@@ -586,6 +594,21 @@ static void stop(struct agent *a, int ret)
 	symbolizer__free(a->symbolizer);
 }
 
+/*
+ * glibc's allocator, set for a long-running process whose large blocks (unwind rows being
+ * built, DWARF sections while a window is symbolized, window buffers) come and go: blocks from
+ * 256 KiB up are mmap'ed and unmapped when freed (glibc would otherwise raise that threshold
+ * after the first such free, up to 32 MiB, and keep them in the heap); a free heap top over
+ * 1 MiB is given back; two arenas at most (the main loop and the unwind-table builder: more
+ * arenas only keep more freed memory per thread; the other threads allocate little).
+ */
+static void tune_malloc(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	mallopt(M_TRIM_THRESHOLD, 1 << 20);
+	mallopt(M_ARENA_MAX, 2);
+}
+
 int main(int argc, char **argv)
 {
 	struct agent_config cfg;
@@ -600,6 +623,7 @@ int main(int argc, char **argv)
 		return report_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "diff"))
 		return diff_main(argc - 1, argv + 1);
+	tune_malloc();
 	config_init(&cfg);
 	ret = configure(&a, argc, argv, &kube_url);
 	if (ret >= 0)
@@ -639,6 +663,7 @@ cleanup:
 	stop(&a, ret);
 	config_fini(&cfg);
 	free(kube_url);
-	curl_global_cleanup();
+	if (a.curl)
+		curl_global_cleanup();
 	return ret;
 }

@@ -29,9 +29,16 @@ static bool is_text(char type)
 	return type == 't' || type == 'T' || type == 'w' || type == 'W';
 }
 
+/* A symbol as parsed, before the table is packed into runs. */
+struct ksym_full {
+	uint64_t addr;
+	uint32_t name;
+	uint32_t module;
+};
+
 static int cmp_ksym(const void *a, const void *b)
 {
-	const struct ksym *x = a, *y = b;
+	const struct ksym_full *x = a, *y = b;
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
@@ -87,7 +94,10 @@ int symbolizer__load_kallsyms(struct symbolizer *s, FILE *f)
 {
 	struct module_cache mods[8] = {};
 	size_t nr = 0, cap = 0, names_len = 0, names_cap = 0, next_mod = 0, i, text = 0;
-	struct ksym *syms = NULL;
+	struct ksym_full *syms = NULL;
+	struct ksym *packed = NULL;
+	struct ksym_run *runs = NULL;
+	size_t nr_runs = 0, cap_runs = 0;
 	char *names = NULL, *line = NULL, *name, *module;
 	size_t line_cap = 0, lineno = 0;
 	bool all_zero = true;
@@ -156,11 +166,40 @@ int symbolizer__load_kallsyms(struct symbolizer *s, FILE *f)
 	/* Modules follow the core kernel in load order, not address order. */
 	if (nr > 1)
 		qsort(syms, nr, sizeof(*syms), cmp_ksym);
+	if (nr > UINT32_MAX) {
+		err = -E2BIG;
+		goto err_out;
+	}
+	/* Packed: 8 bytes a symbol, the upper address bits and the module once per run. */
+	packed = malloc((nr ? nr : 1) * sizeof(*packed));
+	if (!packed) {
+		err = -ENOMEM;
+		goto err_out;
+	}
+	for (i = 0; i < nr; i++) {
+		uint64_t hi = syms[i].addr & ~0xffffffffULL;
+
+		if (!nr_runs || runs[nr_runs - 1].hi != hi ||
+		    runs[nr_runs - 1].module != syms[i].module) {
+			err = sym_grow((void **)&runs, &cap_runs, nr_runs + 1, sizeof(*runs));
+			if (err)
+				goto err_out;
+			runs[nr_runs++] = (struct ksym_run){ hi, (uint32_t)i, syms[i].module };
+		}
+		packed[i] = (struct ksym){ (uint32_t)syms[i].addr, syms[i].name };
+	}
+	free(syms);
+	/* Trimmed to size: the table stays for the agent's life. */
+	if (names_len < names_cap)
+		names = realloc(names, names_len) ?: names;
 
 	free(s->ksyms);
+	free(s->ksym_runs);
 	free(s->kernel_names);
-	s->ksyms = syms;
+	s->ksyms = packed;
 	s->nr_ksyms = nr;
+	s->ksym_runs = runs;
+	s->nr_ksym_runs = nr_runs;
 	s->kernel_names = names;
 	s->stats.kernel_symbols = text;
 	free(line);
@@ -169,32 +208,92 @@ int symbolizer__load_kallsyms(struct symbolizer *s, FILE *f)
 err_out:
 	free(line);
 	free(syms);
+	free(packed);
+	free(runs);
 	free(names);
 	return err;
+}
+
+/* The run holding ksym k. */
+static const struct ksym_run *ksym_run_of(const struct symbolizer *s, size_t k)
+{
+	size_t lo = 0, hi = s->nr_ksym_runs;
+
+	while (lo + 1 < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->ksym_runs[mid].first <= k)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &s->ksym_runs[lo];
+}
+
+static uint64_t ksym_addr(const struct symbolizer *s, size_t k)
+{
+	return ksym_run_of(s, k)->hi | s->ksyms[k].lo;
+}
+
+/* One past the last ksym at or below addr (0: none). */
+static size_t ksym_upper_bound(const struct symbolizer *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nr_ksym_runs, end;
+	const struct ksym_run *r;
+
+	/* The last run starting at or below addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((s->ksym_runs[mid].hi | s->ksyms[s->ksym_runs[mid].first].lo) <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	r = &s->ksym_runs[lo - 1];
+	end = lo < s->nr_ksym_runs ? s->ksym_runs[lo].first : s->nr_ksyms;
+	/* Past the run's upper bits: every symbol of the run is below addr. */
+	if ((addr & ~0xffffffffULL) != r->hi)
+		return end;
+	lo = r->first;
+	hi = end;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->ksyms[mid].lo <= (uint32_t)addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 int symbolizer__symbolize_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *frame)
 {
 	size_t lo, k;
-	const struct ksym *e;
+	uint64_t at;
 
 	/* One past the last entry at or below addr. */
-	lo = sym_upper_bound(s->ksyms, s->nr_ksyms, sizeof(*s->ksyms), addr);
+	lo = ksym_upper_bound(s, addr);
 	if (!lo)
 		return 0;
+	at = ksym_addr(s, lo - 1);
 	/* Nothing bounds the last symbol: name only addresses close to it. */
-	if (lo == s->nr_ksyms && addr - s->ksyms[lo - 1].addr > LAST_SYMBOL_SPAN)
+	if (lo == s->nr_ksyms && addr - at > LAST_SYMBOL_SPAN)
 		return 0;
 	/* Among entries at the same address prefer one with a name. */
-	for (k = lo; k > 0 && s->ksyms[k - 1].addr == s->ksyms[lo - 1].addr; k--) {
-		e = &s->ksyms[k - 1];
-		if (!e->name)
+	for (k = lo; k > 0 && ksym_addr(s, k - 1) == at; k--) {
+		const struct ksym_run *r = ksym_run_of(s, k - 1);
+
+		if (!s->ksyms[k - 1].name)
 			continue;
 		memset(frame, 0, sizeof(*frame));
-		frame->name = s->kernel_names + e->name;
+		frame->name = s->kernel_names + s->ksyms[k - 1].name;
 		frame->system_name = frame->name;
-		frame->file = e->module ? s->kernel_names + e->module : NULL;
-		frame->start = e->addr;
+		frame->file = r->module ? s->kernel_names + r->module : NULL;
+		frame->start = at;
 		return 1;
 	}
 	return 0;

@@ -112,6 +112,7 @@ void symbolizer__free(struct symbolizer *s)
 		free(s->scratch[--s->nr_scratch]);
 	sym_debug_files_free(s);
 	free(s->ksyms);
+	free(s->ksym_runs);
 	free(s->kernel_names);
 	free(s);
 }
@@ -393,6 +394,29 @@ static int cached_dwarf_frames(struct symbolizer *s, struct symtab *t, uint64_t 
 		}
 	}
 	return n;
+}
+
+int symbolizer__prefetch(struct symbolizer *s, struct sym_object *o, const uint64_t *vaddrs,
+			 size_t n)
+{
+	struct sym_frame frames[SYM_MAX_SCRATCH];
+	struct symtab *t;
+	size_t i;
+
+	t = get_table(s, o);
+	if (!t)
+		return errno ? -errno : -EINVAL;
+	for (i = 0; t->dwarf && i < n; i++) {
+		if (i && vaddrs[i] == vaddrs[i - 1])
+			continue;
+		if (t->cache && addr_cache__get(t->cache, vaddrs[i], frames, SYM_MAX_SCRATCH) >= 0)
+			continue;
+		cached_dwarf_frames(s, t, vaddrs[i], frames, SYM_MAX_SCRATCH);
+		while (s->nr_scratch)
+			free(s->scratch[--s->nr_scratch]);
+	}
+	release_dwarf(s, t);
+	return 0;
 }
 
 int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t vaddr,

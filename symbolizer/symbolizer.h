@@ -234,6 +234,21 @@ int symbolizer__symbolize(struct symbolizer *s, struct sym_object *o, uint64_t v
 			  struct sym_frame *frames, int max) SYM_WARN_UNUSED;
 
 /*
+ * Resolve the virtual addresses vaddrs[0..n) of object o ahead of the symbolizer__symbolize()
+ * calls that will ask for them, then close o's DWARF handle. For an object with DWARF each
+ * address not resolved before is looked up once and kept in the address cache, so the calls
+ * that follow are cache hits; without DWARF there is nothing to do ahead. A caller with the
+ * addresses of a whole batch (the agent: a window's stacks) groups them by object: each
+ * object's debug sections are then read once per batch and only one object's are in memory
+ * at a time, where lookups interleaving objects would reopen the DWARF handles the cache
+ * budget closed (decompressing every debug section each time). Returns 0, or a negative
+ * errno when the object's symbols cannot be read (as symbolizer__symbolize()), which the
+ * calls that follow will return too.
+ */
+int symbolizer__prefetch(struct symbolizer *s, struct sym_object *o, const uint64_t *vaddrs,
+			 size_t n);
+
+/*
  * Kernel symbols from /proc/kallsyms text, read from f (borrowed), replacing any loaded
  * before. Returns the number of text symbols, -EINVAL on a malformed file, or -EPERM when
  * every address reads as zero (kernel.kptr_restrict hides them from this process).

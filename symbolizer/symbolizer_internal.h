@@ -107,9 +107,17 @@ struct sym_found {
 void sym_object_forget_found(struct sym_object *o);
 
 /* A kernel symbol from kallsyms: names [start, next symbol). */
+/* A kernel symbol: 8 bytes for the ~120000 of a distribution kernel. The upper 32 bits of
+ * its address and its module are its run's. */
 struct ksym {
-	uint64_t addr;
-	uint32_t name;	 /* offset in kernel_names */
+	uint32_t lo;   /* the address's lower 32 bits */
+	uint32_t name; /* offset in kernel_names, 0 for a boundary (not a text symbol) */
+};
+
+/* A run of consecutive ksyms (by address) with the same upper address bits and module. */
+struct ksym_run {
+	uint64_t hi;	 /* the addresses' upper 32 bits, in place */
+	uint32_t first;	 /* index of its first ksym */
 	uint32_t module; /* offset in kernel_names of "[module]", 0 for the core */
 };
 
@@ -127,6 +135,8 @@ struct symbolizer {
 
 	struct ksym *ksyms; /* sorted by addr, text symbols and the ones bounding them */
 	size_t nr_ksyms;
+	struct ksym_run *ksym_runs; /* sorted by first */
+	size_t nr_ksym_runs;
 	char *kernel_names;
 };
 

@@ -851,6 +851,135 @@ static int add_one(struct build_ctx *c, const struct drained_window *dw,
 	return 0;
 }
 
+/* An address of an object some user stack of the window goes through. */
+struct ahead {
+	struct sym_object *obj;
+	uint64_t addr;
+};
+
+static int cmp_ahead(const void *a, const void *b)
+{
+	const struct ahead *x = a, *y = b;
+
+	if (x->obj != y->obj)
+		return (uintptr_t)x->obj < (uintptr_t)y->obj ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Addresses seen, direct-mapped: most repeats (the callers stacks share) are never appended
+ * twice, so that the sort and the lookups ahead cost about the unique addresses. */
+#define AHEAD_SEEN 4096
+
+/* Append the object addresses of user stack st of img, as convert() will look them up
+ * (return addresses adjusted, Python frames and unmapped return addresses skipped). */
+static int collect_ahead(struct build_ctx *c, struct proc_image *img,
+			 const struct drained_stack *st, struct ahead *seen, struct ahead **v,
+			 size_t *nr, size_t *cap)
+{
+	const struct proc_mapping *pm;
+	struct ahead *slot;
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < st->len; i++) {
+		uint64_t ip = st->ips[i], pc, addr;
+		bool exact = false;
+
+		if (st->flags & STACK_TABLES) {
+			exact = (ip & FRAME_EXACT) ||
+				(i + 1 < st->len && (st->ips[i + 1] & FRAME_EXACT));
+			if (ip & FRAME_PY)
+				continue;
+			ip &= ~(FRAME_EXACT | FRAME_BY_FP);
+		}
+		pc = i && !exact ? ip - 1 : ip;
+		pm = proctab__mapping(c->wb->opts.proctab, img, pc, c->seq, false);
+		if (!pm && i)
+			break; /* convert() cuts the stack there */
+		if (!pm || !pm->object ||
+		    sym_object__vaddr(pm->object, pc - pm->start + pm->offset, &addr))
+			continue;
+		slot = &seen[hash_u64(addr ^ (uintptr_t)pm->object) % AHEAD_SEEN];
+		if (slot->obj == pm->object && slot->addr == addr)
+			continue;
+		*slot = (struct ahead){ pm->object, addr };
+		err = grow_array((void **)v, cap, *nr + 1, sizeof(**v));
+		if (err)
+			return err;
+		(*v)[(*nr)++] = (struct ahead){ pm->object, addr };
+	}
+	return 0;
+}
+
+/*
+ * Symbolize the window's user addresses object by object before its stacks are converted
+ * (symbolizer__prefetch()): each library's DWARF is then opened once per window and closed
+ * before the next one's, where converting stack by stack would interleave the libraries and,
+ * past the symbol cache budget, reopen (decompress) their debug sections again and again. The
+ * conversion that follows finds the names in the address caches. Best effort: whatever fails
+ * here is looked up (and counted) again by the conversion.
+ */
+static void symbolize_ahead(struct build_ctx *c, const struct drained_window *dw)
+{
+	struct stack_conv *keys;
+	struct ahead *v = NULL, *seen;
+	size_t nr = 0, cap = 0, nr_keys = 0, i, j;
+	uint64_t *addrs;
+
+	keys = calloc(dw->nr_samples ? dw->nr_samples : 1, sizeof(*keys));
+	seen = calloc(AHEAD_SEEN, sizeof(*seen));
+	if (!keys || !seen) {
+		free(keys);
+		free(seen);
+		return;
+	}
+	for (i = 0; i < dw->nr_samples; i++) {
+		const struct drained_sample *k = &dw->samples[i];
+		struct proc_id id = { .tgid = k->tgid,
+				      .exec_id = k->exec_id,
+				      .start_time = k->start_time };
+		const struct drained_stack *st;
+		struct proc_image *img;
+		struct stack_conv *key = &keys[nr_keys];
+
+		if (k->flags & SAMPLE_KTHREAD)
+			continue;
+		st = drained_window__stack(dw, &k->user_stack);
+		if (!st)
+			continue;
+		img = proctab__find(c->wb->opts.proctab, &id);
+		if (!img || img->denied)
+			continue;
+		key->image = img;
+		key->stack_id = st->id;
+		if (hashmap__find(&c->convs, key))
+			continue; /* this image's stack is collected already */
+		if (hashmap__insert(&c->convs, key, key) ||
+		    collect_ahead(c, img, st, seen, &v, &nr, &cap))
+			goto out;
+		nr_keys++;
+	}
+	if (!nr)
+		goto out;
+	qsort(v, nr, sizeof(*v), cmp_ahead);
+	/* The addresses in place of the pairs: a group's addresses are contiguous. */
+	addrs = (uint64_t *)v;
+	for (i = 0; i < nr; i = j) {
+		struct sym_object *obj = v[i].obj;
+
+		for (j = i; j < nr && v[j].obj == obj; j++)
+			addrs[j] = v[j].addr;
+		symbolizer__prefetch(c->wb->opts.symbolizer, obj, addrs + i, j - i);
+	}
+out:
+	/* The keys only marked stacks seen: the conversion fills the map for real. */
+	hashmap__fini(&c->convs);
+	hashmap__init(&c->convs, hash_conv, equal_conv);
+	free(keys);
+	free(seen);
+	free(v);
+}
+
 int window_builder__add(struct window_builder *wb, const struct drained_window *dw, uint64_t seq,
 			struct profile *p, struct window_stats *stats)
 {
@@ -871,6 +1000,7 @@ int window_builder__add(struct window_builder *wb, const struct drained_window *
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	symbolize_ahead(&c, dw);
 	for (i = 0; i < dw->nr_samples; i++) {
 		err = add_one(&c, dw, &dw->samples[i]);
 		if (err == -E2BIG) {

@@ -107,6 +107,16 @@ struct unwind_builder *unwind_builder__new(void)
 	return b;
 }
 
+void unwind_builder__stop(struct unwind_builder *b)
+{
+	if (!b || !b->thread_started)
+		return;
+	pthread_mutex_lock(&b->lock);
+	b->stop = true;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
 void unwind_builder__free(struct unwind_builder *b)
 {
 	if (!b)

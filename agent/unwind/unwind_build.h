@@ -29,6 +29,9 @@ struct unwind_builder *unwind_builder__new(void);
 /* Stop the thread, waiting for the table it builds; accepts NULL. Tables still queued or
  * done are not freed (the cache owns them) and are never built. */
 void unwind_builder__free(struct unwind_builder *b);
+/* Build nothing more: the thread ends after the table it builds, without waiting for it
+ * (the agent is stopping); unwind_builder__free() joins it. Accepts NULL. */
+void unwind_builder__stop(struct unwind_builder *b);
 
 /* Queue t (state BUILDING, t->obj held) for building, ahead of every older request. */
 void unwind_builder__queue(struct unwind_builder *b, struct unwind_table *t);

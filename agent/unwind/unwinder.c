@@ -54,6 +54,12 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 	return u;
 }
 
+void unwinder__stop_building(struct unwinder *u)
+{
+	if (u)
+		unwind_builder__stop(u->builder);
+}
+
 void unwinder__free(struct unwinder *u)
 {
 	struct hashmap_entry *e;

@@ -59,6 +59,9 @@ struct unwinder_stats {
 struct unwinder *unwinder__new(const struct unwinder_opts *opts);
 /* Stops the build thread (waiting for the table it builds) and frees everything. */
 void unwinder__free(struct unwinder *u);
+/* The agent is stopping: the build thread takes no more tables (a churning host's queue
+ * would otherwise be built while the last window is written, for nothing). Accepts NULL. */
+void unwinder__stop_building(struct unwinder *u);
 
 /*
  * (Re)publish a captured process image's executable mappings at once, with the tables

@@ -117,6 +117,38 @@ static void test_malformed(void **state)
 }
 
 /* A reload replaces the previous table. */
+/* The table keeps 32 address bits a symbol: symbols whose upper bits differ (a module area
+ * 4 GiB or more away from the kernel's text, as arm64's may be) are named all the same, and
+ * an address past a run's upper bits belongs to that run's last symbol. */
+static void test_upper_address_bits(void **state)
+{
+	static const char text[] =
+		"ffff800080000000 T _stext\n"
+		"ffff800080001000 T far_core_fn\n"
+		"ffff8000fffff000 t last_below\n"
+		"ffff800100000000 D data_after\n"
+		"ffff800100000010 T above_fn\n"
+		"ffff800200000000 t mod_fn\t[far]\n"
+		"ffff800200000100 t mod_fn2\t[far]\n"
+		"ffff800200000200 T core_again\n";
+	struct symbolizer *s;
+	int n;
+
+	(void)state;
+	s = load(text, &n);
+	assert_int_equal(n, 7);
+	expect(s, 0xffff800080001010ULL, "far_core_fn", NULL);
+	expect(s, 0xffff8000fffff123ULL, "last_below", NULL);
+	expect(s, 0xffff800100000008ULL, NULL, NULL); /* data */
+	expect(s, 0xffff800100000018ULL, "above_fn", NULL);
+	expect(s, 0xffff800180000000ULL, "above_fn", NULL); /* bounded by mod_fn only */
+	expect(s, 0xffff800200000000ULL, "mod_fn", "[far]");
+	expect(s, 0xffff8002000001ffULL, "mod_fn2", "[far]");
+	expect(s, 0xffff800200000201ULL, "core_again", NULL);
+	expect(s, 0xffff80007fffffffULL, NULL, NULL);
+	symbolizer__free(s);
+}
+
 static void test_reload(void **state)
 {
 	struct symbolizer *s;
@@ -136,4 +168,5 @@ static void test_reload(void **state)
 UNIT_MAIN("kallsyms", cmocka_unit_test(test_lookup),
 	  cmocka_unit_test(test_same_address_prefers_a_name),
 	  cmocka_unit_test(test_hidden_addresses), cmocka_unit_test(test_malformed),
+	  cmocka_unit_test(test_upper_address_bits),
 	  cmocka_unit_test(test_reload))

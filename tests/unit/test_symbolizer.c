@@ -261,6 +261,39 @@ static void test_dwarf_closed_and_opened_again(void **state)
 	symbolizer__free(s);
 }
 
+/*
+ * symbolizer__prefetch() resolves the addresses it is given (the lookups that follow are
+ * address-cache hits with the same frames) and leaves the object's DWARF handle closed.
+ */
+static void test_prefetch_resolves_ahead_and_closes(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct symbolizer_stats before, after;
+	struct nm_symbol outer = { 0 };
+	struct sym_object *o;
+	struct sym_frame f[8];
+	uint64_t addrs[2];
+	int n;
+
+	(void)state;
+	o = open_fixture(s, FIXTURE("inline-zlib"));
+	assert_non_null(o);
+	assert_int_equal(nm_lookup(FIXTURE("inline-zlib"), "outer", &outer), 0);
+	addrs[0] = addrs[1] = outer.addr; /* a repeated address is looked up once */
+	assert_int_equal(symbolizer__prefetch(s, o, addrs, 2), 0);
+	assert_int_equal(symbolizer__release_dwarf(s), 0); /* closed already */
+	symbolizer__stats(s, &before);
+	assert_int_equal(before.dwarf_released, 1);
+	n = symbolizer__symbolize(s, o, outer.addr, f, 8);
+	assert_int_equal(n, 1);
+	assert_string_equal(f[0].name, "outer");
+	symbolizer__stats(s, &after);
+	assert_int_equal(after.addr_hits, before.addr_hits + 1);
+	assert_int_equal(symbolizer__release_dwarf(s), 0); /* not opened again */
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
 static void test_dwarf_inline_frames(void **state)
 {
 	struct symbolizer *s = symbolizer__new(NULL);
@@ -819,6 +852,7 @@ UNIT_MAIN("symbolizer", cmocka_unit_test(test_pie),
 	  cmocka_unit_test(test_not_elf), cmocka_unit_test(test_vdso),
 	  cmocka_unit_test(test_dwarf_inline_frames),
 	  cmocka_unit_test(test_dwarf_closed_and_opened_again),
+	  cmocka_unit_test(test_prefetch_resolves_ahead_and_closes),
 	  cmocka_unit_test(test_dwarf_compressed_sections), cmocka_unit_test(test_minidebuginfo),
 	  cmocka_unit_test(test_demangle_from_symbol_table),
 	  cmocka_unit_test(test_debug_file_by_debuglink), cmocka_unit_test(test_perfmap),

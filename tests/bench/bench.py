@@ -191,9 +191,12 @@ class Ignis:
         with open(self.log) as f:
             return f.read()
 
-    def stop(self):
+    def stop(self, timeout=600):
+        """SIGINT: the agent writes its last window first, symbolizing every process that
+        window saw (over a minute at 1000 Hz on this shared host, whose compilers and tests
+        are big binaries: 60 s was too short)."""
         self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=60)
+        self.proc.wait(timeout=timeout)
 
     def kill(self):
         """Stop without the last window: for a figure that reads no profile of this agent.

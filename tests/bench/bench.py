@@ -786,7 +786,7 @@ def upload(res, quick):
     text = metrics_text(port)
     queue_after = metric_value(text, "ignis_upload_queue_bytes")
     dropped = metric_value(text, 'ignis_profiles_dropped_total{reason="queue_full"}')
-    a.stop()
+    a.kill()	# its profiles are not read
     rx.stop()
     for load in loads:
         load.kill()
@@ -1271,8 +1271,8 @@ def unwind_memory(res, quick):
     for p in procs:
         p.kill()
         p.wait()
-    dwarf.stop()
-    fp.stop()
+    dwarf.kill()	# its profiles are not read
+    fp.kill()
     m = lambda text, name: metric_value(text, name) or 0
     n = len(programs)
     cmd = (f"{n} programs (unwind_many_N, -DVARIANT=N, -fomit-frame-pointer) burning 30 ms "
@@ -1568,7 +1568,7 @@ def flask_rps(res, quick):
             app.kill()
             app.wait()
             if prof:
-                prof.stop()
+                prof.kill()	# its profiles are not read
             got[which] = json.loads(out.stdout.strip().splitlines()[-1])
         runs.append((got["base"], got["tool"]))
         log(f"  flask: {got['base']['rps']:.0f} requests/s alone, {got['tool']['rps']:.0f} "
@@ -1617,8 +1617,8 @@ def python_memory(res, quick):
     for p in procs:
         p.kill()
         p.wait()
-    on.stop()
-    off.stop()
+    on.kill()	# its profiles are not read
+    off.kill()
     grow = {a: (rss[a] - base[a]) / 1024 for a in (on, off)}
     read = 'ignis_python_code_reads_total{result="read"}'
     reads = (metric_value(after, read) or 0) - (metric_value(before, read) or 0)
@@ -1741,7 +1741,7 @@ def offcpu_memory(res, quick):
     samples = metric_value(text, "ignis_offcpu_samples_total") or 0
     idle.kill()
     idle.wait()
-    prof.stop()
+    prof.kill()	# its profiles are not read
     cmd = (f"`offcpu idle {n}` (threads sleeping 1 s at a time) under `ignis --off-cpu "
            f"--interval {interval}`; RSS {4 * interval} s after they started, "
            f"{samples:.0f} off-CPU samples by then")

@@ -149,7 +149,9 @@ class Ignis:
         opts = [("--frequency", hz), ("--interval", interval), ("--log-level", log_level)]
         self.proc = spawn([IGNIS, *(x for o, v in opts if v is not None for x in (o, str(v))),
                            "--output-dir", self.out, *extra], stderr=open(self.log, "w"))
-        deadline = time.monotonic() + 30
+        # 120 s: with every CPU busy (the upload section's 192 spinning processes, on a host
+        # shared with compilers) loading the programs took more than 30 s.
+        deadline = time.monotonic() + 120
         while "profiling " not in self.text():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("ignis did not start:\n" + self.text())

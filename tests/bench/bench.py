@@ -295,6 +295,12 @@ class Bpftrace:
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(timeout=120)
 
+    def kill(self):
+        """Stop without printing the map: bpftrace symbolizes every stack of it at exit
+        (many seconds on a busy host), for a figure that reads none."""
+        self.proc.kill()
+        self.proc.wait(timeout=60)
+
     def stacks(self, pid):
         """@[kstack, ustack, pid, comm]: N entries: the user frames, leaf first."""
         text = open(self.out).read()
@@ -513,10 +519,8 @@ def bpf_cost(res, quick):
             skip.append(per_run_ns(progs, b.pid, "ignis_sample"))
             bt.append(per_run_ns(progs, c.pid))
             floor.append(per_run_ns(progs, d.pid))
-            for prof in (a, b):
+            for prof in (a, b, c, d):
                 prof.kill()	# their profiles are not read
-            for prof in (c, d):
-                prof.stop()
             w.end()
     us = lambda v: [x / 1000 for x in v if x]
     cmd = ("kernel.bpf_stats_enabled=1, run_time_ns / run_cnt, spin3 on all CPUs, all four "

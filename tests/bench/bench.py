@@ -758,7 +758,11 @@ def upload(res, quick):
     # The queue at its limit, with a server that never answers. At the busy host's rate the
     # queue would take hours to fill (profiles expire after one), so fill it fast: 64 copies
     # of manyprocs under different names are 64 services, 64 profiles per 1 s window.
-    limit_mib = 4 if quick else 16
+    # QUICK: a 1 MiB queue, and one spinning process per service (64 rather than 192 on
+    # the CPUs: the services' share of the samples, so their profiles per window, are the
+    # same; the agent starts and the queue fills sooner).
+    limit_mib = 1 if quick else 16
+    per_service = 1 if quick else 3
     # How long the full queue is watched (the figure's command says how much arrived
     # meanwhile: more than the target's 1 MiB, or the figure would not tell a bound).
     hold = 15 if quick else 30
@@ -770,7 +774,7 @@ def upload(res, quick):
     for i in range(64):
         exe = os.path.join(bindir, f"manyprocs_{i:02d}")
         shutil.copy(os.path.join(BENCH, "manyprocs"), exe)
-        loads.append(spawn([exe, "3", "900", "0"]))
+        loads.append(spawn([exe, str(per_service), "900", "0"]))
     time.sleep(3)
     started = time.monotonic()
     a = Ignis(100, "--server-url", rx.url, "--queue-max-bytes", f"{limit_mib}MiB",
@@ -800,7 +804,7 @@ def upload(res, quick):
     subprocess.run(["pkill", "-f", "manyprocs"], capture_output=True)
     shutil.rmtree(bindir, ignore_errors=True)
     cmd = (f"ignis --interval 1 --queue-max-bytes {limit_mib}MiB, server never answers, "
-           "64 services of 3 processes")
+           f"64 services of {per_service} process(es)")
     if full_at is None:
         log("upload: the queue did not reach its limit in time")
         return

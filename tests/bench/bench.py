@@ -765,7 +765,7 @@ def upload(res, quick):
     per_service = 1 if quick else 3
     # How long the full queue is watched (the figure's command says how much arrived
     # meanwhile: more than the target's 1 MiB, or the figure would not tell a bound).
-    hold = 15 if quick else 30
+    hold = 20 if quick else 30
     port = 9000 + os.getpid() % 1000
     rx = Receiver().start()
     rx.program(script=["hang"] * 100000)

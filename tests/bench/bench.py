@@ -1686,7 +1686,9 @@ def offcpu_throughput(res, quick):
     """The switch-heavy load under ignis without and with --off-cpu (defaults), and with
     a sample for every wait (--off-cpu-period 0 --off-cpu-max-rate 0), in rotating order;
     the BPF programs' cost per run in the same runs."""
-    reps = 2 if quick else 5
+    # QUICK: one rotation, one pipe run per agent (an agent's start, ~20 s on this shared
+    # host, is most of the time).
+    reps = 1 if quick else 5
     per_config = 1 if quick else 3	# pipe runs per agent, their median taken
     configs = {"cpu": [], "offcpu": ["--off-cpu"],
                "every": ["--off-cpu", "--off-cpu-period", "0", "--off-cpu-max-rate", "0"]}
@@ -1804,11 +1806,12 @@ def measure(argv, cwd=None, timeout=900):
 
 
 def local_report(res, quick):
-    """`ignis report` over a day of windows of a busy host (8,640 files; QUICK: 1,440) made by
+    """`ignis report` over a day of windows of a busy host (8,640 files; QUICK: 720) made by
     mkwindows, beside `go tool pprof -top` over the same files; `report --format html` and
     `ignis diff` of the first half against the second. Until the command exists a failure is
     printed as "not available" with its stderr, and the section goes on."""
-    n = 1440 if quick else 8640
+    # QUICK: two hours of windows (go tool pprof took 54 s over 1,440 files here).
+    n = 720 if quick else 8640
     reps = 1 if quick else 3
     folder = os.path.join(TMP, "windows")
     os.makedirs(folder)

@@ -1940,16 +1940,24 @@ def memsoak(res, minutes):
     a.stop()
     lost = re.findall(r"(\d+) process events lost", a.text())
     res.data["memsoak"] = {"minutes": minutes, "warmup_s": warmup, "samples": samples}
-    base = next(s for s in samples if s["t"] >= warmup)
-    end = samples[-1]
-    after = [s for s in samples if s["t"] >= base["t"]]
+    # RSS swings by tens of MiB between samples under churn (windows of many processes,
+    # then freed): growth is the median of the last k samples after the warm-up minus the
+    # median of its first k (k = 10, 5 minutes, or a quarter of a shorter run's samples).
+    after = [s for s in samples if s["t"] >= warmup]
+    k = max(1, min(10, len(after) // 4))
+    first, last = after[:k], after[-k:]
+    med = lambda part, key: statistics.median(s[key] for s in part)
+    base = {key: med(first, key) for key in ("rss_kib", "anon_kib")}
+    base["t"] = first[-1]["t"]
+    end = {key: med(last, key) for key in ("rss_kib", "anon_kib")}
+    end["t"], end["maps_bytes"] = last[0]["t"], samples[-1]["maps_bytes"]
     mib = lambda kib: kib / 1024
     cmd = (f"`ignis --output-dir DIR` (defaults) for {minutes:g} min under churn: manyprocs "
            "200 processes + 50 exec/exit per s, new processes every 60 s, and stormburn 5 + "
            "/bin/true every 100 ms + python3.11 every 2 s; /proc/PID/status every "
            f"{SOAK_SAMPLE_S} s ({len(samples)} samples)")
-    grow = (f"; the sample at {end['t']:.0f} s minus the one at {base['t']:.0f} s (end of the "
-            f"warm-up: {warmup / 60:g} min)")
+    grow = (f"; median of the {k} samples from {end['t']:.0f} s on minus median of the {k} "
+            f"up to {base['t']:.0f} s from the end of the warm-up ({warmup / 60:g} min)")
     res.add("memsoak_rss_growth", f"agent RSS growth after the warm-up, {minutes:g} min soak",
             "MiB", [mib(end["rss_kib"] - base["rss_kib"])],
             cmd + grow + f"; highest after it {mib(max(s['rss_kib'] for s in after)):.1f} MiB",
@@ -1958,9 +1966,9 @@ def memsoak(res, minutes):
             [mib(end["anon_kib"] - base["anon_kib"])],
             cmd + grow + f"; highest after it {mib(max(s['anon_kib'] for s in after)):.1f} MiB",
             target="<= 1 MiB")
-    res.add("memsoak_rss", "  agent RSS at the end", "MiB", [mib(end["rss_kib"])],
+    res.add("memsoak_rss", "  agent RSS at the end", "MiB", [mib(samples[-1]["rss_kib"])],
             cmd + f"; {mib(samples[0]['rss_kib']):.1f} MiB at the first sample")
-    res.add("memsoak_rss_anon", "  RssAnon at the end", "MiB", [mib(end["anon_kib"])],
+    res.add("memsoak_rss_anon", "  RssAnon at the end", "MiB", [mib(samples[-1]["anon_kib"])],
             cmd + f"; {mib(samples[0]['anon_kib']):.1f} MiB at the first sample")
     res.add("memsoak_maps_mib", "  BPF map memory (memlock, defaults)", "MiB",
             [end["maps_bytes"] / 2**20], cmd + "; memlock of the agent's maps (fdinfo)" +

@@ -1712,7 +1712,8 @@ def offcpu_throughput(res, quick):
             log(f"  off-CPU: pipe ops/s {ops['cpu'][-1]:.0f} (ignis), {ops['offcpu'][-1]:.0f} "
                 f"(--off-cpu), {ops['every'][-1]:.0f} (every wait)")
     cmd = (f"`perf bench sched pipe -l 200000` (median of {per_config}) under `ignis`, "
-           f"`ignis --off-cpu` and `ignis --off-cpu --off-cpu-period 0 --off-cpu-max-rate 0`, {reps} rotations")
+           "`ignis --off-cpu` and `ignis --off-cpu --off-cpu-period 0 --off-cpu-max-rate 0`, "
+           f"{reps} rotation(s)")
     res.add("offcpu_pipe_ops_cpu", "pipe ping-pong, ops/s under ignis (CPU only)", "ops/s",
             ops["cpu"], cmd)
     res.add("offcpu_pipe_ops_offcpu", "pipe ping-pong, ops/s under ignis --off-cpu", "ops/s",

@@ -9,7 +9,7 @@
 #   make test      set up, build, run every test (unit, sanitizers, integration, format)
 #   make test-kernels  only the kernel matrix: Debian 12's 6.1 kernels under QEMU (part of test)
 #   make kernels-readme  copy the last kernel matrix into README.md ("Verified on")
-#   make bench     benchmarks (QUICK=1 for a short run)
+#   make bench     benchmarks (QUICK=1 for a short run, SOAK_MINUTES=N for the memory soak)
 #   make soak      shipping through outages at full length (30 min; SOAK_MINUTES=N)
 #   make install   PREFIX=/usr/local DESTDIR= (binary, man page, systemd unit, default config)
 #   make deb       the Debian package, into build/deb/
@@ -269,8 +269,10 @@ run: deps
 test: deps
 	$(Q)$(MAKE) --no-print-directory test-all
 
-# QUICK=1 for a shorter run (600 s here); BENCH_ONLY=overhead,bpf,agent,window,upload,symbols,
-# unwind,python,offcpu,report for some sections.
+# QUICK=1 for a developer's short run (one repetition, lighter sizes; README's Performance
+# section says what it costs); BENCH_ONLY=overhead,bpf,agent,storm,window,upload,symbols,unwind,
+# python,offcpu,report,memsoak for some sections; SOAK_MINUTES=N adds the memsoak section
+# (the agent's memory under process churn, N minutes; alone: BENCH_ONLY=memsoak, 60 min).
 bench: deps
 	$(Q)$(MAKE) --no-print-directory bench-run
 

@@ -416,7 +416,8 @@ $(BENCH_DIR)/unwind_many/unwind_many_%: tests/bench/unwind_many.c
 bench-build: all $(BENCH_BINS) $(TEST_BUILD)/pprof_dump $(TEST_BUILD)/mkwindows $(WORKLOADS)
 
 bench-run: bench-build
-	$(Q)$(PYTHON) tests/bench/bench.py $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
+	$(Q)$(PYTHON) tests/bench/bench.py $(if $(QUICK),--quick) $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) \
+		$(if $(SOAK_MINUTES),--minutes $(SOAK_MINUTES))
 
 # ---- Fuzzing (libFuzzer): the symbolizer's parsers, built with clang and ASan/UBSan ---------
 # make fuzz FUZZ_SECONDS=600 runs each target that long, growing tests/fuzz/corpus/TARGET;

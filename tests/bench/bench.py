@@ -142,13 +142,16 @@ def calibrate(seconds, cmd=spin3, trial=20000):
 class Ignis:
     name = "ignis"
 
-    def __init__(self, hz, *extra, interval=60):
+    def __init__(self, hz, *extra, interval=60, log_level="debug"):
+        """hz, interval or log_level None: the agent's default."""
         self.out = tempfile.mkdtemp(dir=TMP)
         self.log = os.path.join(self.out, "agent.log")
-        self.proc = spawn([IGNIS, "--frequency", str(hz), "--interval", str(interval),
-                           "--output-dir", self.out, "--log-level", "debug", *extra],
-                          stderr=open(self.log, "w"))
-        deadline = time.monotonic() + 30
+        opts = [("--frequency", hz), ("--interval", interval), ("--log-level", log_level)]
+        self.proc = spawn([IGNIS, *(x for o, v in opts if v is not None for x in (o, str(v))),
+                           "--output-dir", self.out, *extra], stderr=open(self.log, "w"))
+        # 120 s: with every CPU busy (the upload section's 192 spinning processes, on a host
+        # shared with compilers) loading the programs took more than 30 s.
+        deadline = time.monotonic() + 120
         while "profiling " not in self.text():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("ignis did not start:\n" + self.text())
@@ -156,29 +159,53 @@ class Ignis:
         self.pid = self.proc.pid
         self.settle()
 
+    # What the agent logs every window (cycle.c) and for each process it meets (procfs.c,
+    # pid N: ...): steady-state work on a host with process churn (this shared machine
+    # compiles), not start-up work. Tables are built once per binary: their lines stop.
+    STEADY = re.compile(rb"^ignis: \w+: (window |\d+ processes will be announced|pid \d+)")
+
     def settle(self, quiet=3.0, limit=30.0):
         """Wait until the agent's start-up work is done: the unwind tables of the processes
         running on the host (built once per binary, on a thread of the agent's; up to a
         second each on a host whose CPUs are all busy) stop coming, so that what follows
-        measures the steady state."""
+        measures the steady state. The lines every window or every new process logs do not
+        count: with --interval 1 or 2, or under process churn, the log never stops growing,
+        and the wait would last its limit (30 s) at every start."""
         deadline = time.monotonic() + limit
-        last, since = None, time.monotonic()
-        while time.monotonic() < deadline:
-            # Only the log's size: reading and searching it would make this process the
-            # busiest on the host, and the agent would profile (and symbolize) it.
-            n = os.path.getsize(self.log)
-            if n != last:
-                last, since = n, time.monotonic()
-            elif time.monotonic() - since >= quiet:
-                return
-            time.sleep(0.25)
+        since = time.monotonic()
+        # Only the new bytes are read: reading and searching the whole log would make this
+        # process the busiest on the host, and the agent would profile (and symbolize) it.
+        with open(self.log, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            partial = b""
+            while time.monotonic() < deadline:
+                chunk = f.read()
+                if chunk:
+                    lines = (partial + chunk).split(b"\n")
+                    partial = lines.pop()
+                    if any(l and not self.STEADY.match(l) for l in lines):
+                        since = time.monotonic()
+                elif time.monotonic() - since >= quiet:
+                    return
+                time.sleep(0.25)
 
     def text(self):
         with open(self.log) as f:
             return f.read()
 
-    def stop(self):
+    def stop(self, timeout=600):
+        """SIGINT: the agent writes its last window first, symbolizing every process that
+        window saw (over a minute at 1000 Hz on this shared host, whose compilers and tests
+        are big binaries: 60 s was too short)."""
         self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=timeout)
+
+    def kill(self):
+        """Stop without the last window: for a figure that reads no profile of this agent.
+        SIGINT would symbolize every process the window saw (tens of seconds on a host
+        running compilers); the kernel detaches the programs and frees the maps with the
+        last file descriptor either way (the agent pins nothing)."""
+        self.proc.kill()
         self.proc.wait(timeout=60)
 
     def windows(self):
@@ -268,6 +295,12 @@ class Bpftrace:
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(timeout=120)
 
+    def kill(self):
+        """Stop without printing the map: bpftrace symbolizes every stack of it at exit
+        (many seconds on a busy host), for a figure that reads none."""
+        self.proc.kill()
+        self.proc.wait(timeout=60)
+
     def stacks(self, pid):
         """@[kstack, ustack, pid, comm]: N entries: the user frames, leaf first."""
         text = open(self.out).read()
@@ -330,8 +363,10 @@ def slowdowns(runs):
 
 
 def overhead(res, quick):
-    pairs = 2 if quick else 5
-    seconds = 1.0 if quick else 5.0
+    # QUICK: one pair of 2 s (as many samples as two pairs of 1 s, half the profiler starts
+    # and stops, which are most of the time).
+    pairs = 1 if quick else 5
+    seconds = 2.0 if quick else 5.0
     rounds = calibrate(seconds)
     log(f"overhead: spin3 {rounds} rounds x {NCPU} threads (~{seconds} s), {pairs} pairs")
     accuracy = {}
@@ -355,7 +390,7 @@ def overhead(res, quick):
                 target = "<= perf's" if tool is Ignis else None
             res.add(f"slowdown_wall_{tool.name}_{hz}", f"slowdown, wall time, {tool.name} "
                     f"at {hz} Hz", "%", wall, f"spin3 alone vs under `{cmd}`, {pairs} "
-                    "interleaved pairs", target=target)
+                    f"interleaved pair(s) of ~{seconds:g} s", target=target)
             res.add(f"slowdown_cpu_{tool.name}_{hz}", f"slowdown, workload CPU time, "
                     f"{tool.name} at {hz} Hz", "%", cpu, f"as above, getrusage of spin3",
                     target="<= perf's" if hz == 1000 and tool is Ignis else None)
@@ -485,11 +520,12 @@ def bpf_cost(res, quick):
             bt.append(per_run_ns(progs, c.pid))
             floor.append(per_run_ns(progs, d.pid))
             for prof in (a, b, c, d):
-                prof.stop()
+                prof.kill()	# their profiles are not read
             w.end()
     us = lambda v: [x / 1000 for x in v if x]
     cmd = ("kernel.bpf_stats_enabled=1, run_time_ns / run_cnt, spin3 on all CPUs, all four "
-           "programs at once, start order rotated between repetitions")
+           f"programs at once, {reps} repetition(s) of ~{seconds} s, start order rotated "
+           "between repetitions")
     res.add("bpf_ns_ignis", "BPF cost per sample, ignis", "us", us(full), cmd,
             target="<= bpftrace in the same run")
     res.add("bpf_ns_bpftrace", "BPF cost per sample, bpftrace kstack+ustack", "us", us(bt), cmd)
@@ -722,7 +758,14 @@ def upload(res, quick):
     # The queue at its limit, with a server that never answers. At the busy host's rate the
     # queue would take hours to fill (profiles expire after one), so fill it fast: 64 copies
     # of manyprocs under different names are 64 services, 64 profiles per 1 s window.
-    limit_mib = 4 if quick else 16
+    # QUICK: a 1 MiB queue, and one spinning process per service (64 rather than 192 on
+    # the CPUs: the services' share of the samples, so their profiles per window, are the
+    # same; the agent starts and the queue fills sooner).
+    limit_mib = 1 if quick else 16
+    per_service = 1 if quick else 3
+    # How long the full queue is watched (the figure's command says how much arrived
+    # meanwhile: more than the target's 1 MiB, or the figure would not tell a bound).
+    hold = 20 if quick else 30
     port = 9000 + os.getpid() % 1000
     rx = Receiver().start()
     rx.program(script=["hang"] * 100000)
@@ -731,8 +774,9 @@ def upload(res, quick):
     for i in range(64):
         exe = os.path.join(bindir, f"manyprocs_{i:02d}")
         shutil.copy(os.path.join(BENCH, "manyprocs"), exe)
-        loads.append(spawn([exe, "3", "900", "0"]))
+        loads.append(spawn([exe, str(per_service), "900", "0"]))
     time.sleep(3)
+    started = time.monotonic()
     a = Ignis(100, "--server-url", rx.url, "--queue-max-bytes", f"{limit_mib}MiB",
               "--upload-timeout", "5s", "--metrics-address", f"127.0.0.1:{port}", interval=1)
     time.sleep(5)
@@ -740,19 +784,19 @@ def upload(res, quick):
     deadline = time.monotonic() + (240 if quick else 900)
     full_at = None
     while time.monotonic() < deadline:
-        time.sleep(2)
+        time.sleep(1)
         text = metrics_text(port)
         if metric_value(text, 'ignis_profiles_dropped_total{reason="queue_full"}'):
             full_at = time.monotonic()
             break
     queue = metric_value(text, "ignis_upload_queue_bytes")
     rss_full = proc_status(a.pid, "VmRSS")
-    time.sleep(30)
+    time.sleep(hold)
     rss_later = proc_status(a.pid, "VmRSS")
     text = metrics_text(port)
     queue_after = metric_value(text, "ignis_upload_queue_bytes")
     dropped = metric_value(text, 'ignis_profiles_dropped_total{reason="queue_full"}')
-    a.stop()
+    a.kill()	# its profiles are not read
     rx.stop()
     for load in loads:
         load.kill()
@@ -760,7 +804,7 @@ def upload(res, quick):
     subprocess.run(["pkill", "-f", "manyprocs"], capture_output=True)
     shutil.rmtree(bindir, ignore_errors=True)
     cmd = (f"ignis --interval 1 --queue-max-bytes {limit_mib}MiB, server never answers, "
-           "64 services of 3 processes")
+           f"64 services of {per_service} process(es)")
     if full_at is None:
         log("upload: the queue did not reach its limit in time")
         return
@@ -769,12 +813,15 @@ def upload(res, quick):
     res.add("upload_rss_growth_fill", f"agent RSS growth while the queue fills ({limit_mib} MiB)",
             "MiB", [(rss_full - base) / 1024],
             cmd + "; VmRSS at the first queue_full drop minus VmRSS 5 s after start")
-    res.add("upload_rss_growth_full", "agent RSS growth in 30 s with the queue full", "MiB",
+    res.add("upload_rss_growth_full", f"agent RSS growth in {hold} s with the queue full", "MiB",
             [(rss_later - rss_full) / 1024],
-            cmd + f"; VmRSS 30 s after the first queue_full drop minus VmRSS at it "
-            f"({dropped:.0f} profiles dropped by then)", target="<= 1 MiB (bounded)")
+            cmd + f"; VmRSS {hold} s after the first queue_full drop minus VmRSS at it "
+            f"({dropped:.0f} profiles dropped by then; profiles arrived at "
+            f"{queue / 1048576 / (full_at - started):.2f} MiB/s while it filled, "
+            f"{queue / 1048576 / (full_at - started) * hold:.1f} MiB in {hold} s)",
+            target="<= 1 MiB (bounded)")
     log(f"upload: queue at limit {queue / 1048576:.1f} MiB, RSS +{(rss_full - base) / 1024:.1f}"
-        f" MiB while filling, +{(rss_later - rss_full) / 1024:.1f} MiB in 30 s at the limit")
+        f" MiB while filling, +{(rss_later - rss_full) / 1024:.1f} MiB in {hold} s at the limit")
 
 
 # ---- 6: symbolization against eu-addr2line and addr2line -------------------------------------
@@ -1022,6 +1069,8 @@ def unwind_bpf_cost(res, quick):
     subtraction the figure is an upper bound, kept in results.json ("upper_ns")."""
     reps = 1 if quick else 3
     seconds = 2 if quick else 8
+    # QUICK: the depth of the target (30 frames) only.
+    depths = UNWIND_DEPTHS[-1:] if quick else UNWIND_DEPTHS
     cost = {m: {d: [] for d in UNWIND_DEPTHS} for m in ("dwarf", "fp")}
     whole = {m: {d: [] for d in UNWIND_DEPTHS} for m in ("dwarf", "fp")}
     share = {d: [] for d in UNWIND_DEPTHS}
@@ -1030,7 +1079,7 @@ def unwind_bpf_cost(res, quick):
         # Filters out every sample: the one process it profiles sleeps.
         sleeper = spawn(["sleep", "3600"])
         floor = Ignis(100, "--unwind", "fp", "--pid", str(sleeper.pid), interval=60)
-        for depth in UNWIND_DEPTHS:
+        for depth in depths:
             for rep in range(reps):
                 modes = [("dwarf", "nofp"), ("fp", "fp")]
                 if rep % 2:
@@ -1086,12 +1135,13 @@ def unwind_bpf_cost(res, quick):
                         f"{filtered_ns / 1000:.2f} us), "
                         f"{pct if pct is not None else 0:.1f} % whole, median {frames} frames, "
                         f"{cut if cut is not None else 0:.1f} % truncated")
-        floor.stop()
+        floor.kill()	# its profiles are not read
         sleeper.kill()
         sleeper.wait()
     res.data.setdefault("unwind", {})["bpf_runs"] = details
     cmd = ("kernel.bpf_stats_enabled=1: ignis_sample's run_time_ns over the workload's "
-           f"samples, {seconds} s from the second window after its tables were published; "
+           f"samples, {seconds} s from the second window after its tables were published, "
+           f"{reps} repetition(s); "
            f"unwind_deep DEPTH 0 {NCPU} (every CPU busy) under `ignis --pid` (other processes' "
            "samples stop at the filter, their time subtracted at the cost per filtered sample "
            "that a second agent filtering everything measured meanwhile), one agent and one "
@@ -1099,7 +1149,7 @@ def unwind_bpf_cost(res, quick):
     tail = (f"ignis_unwind counted {tail_runs} runs of its own (tail calls run inside "
             "ignis_sample's invocation and are timed with it)")
     us = lambda v: [x / 1000 for x in v if x]
-    for depth in UNWIND_DEPTHS:
+    for depth in depths:
         res.add(f"unwind_bpf_us_tables_{depth}", f"BPF cost per sample, {depth}-frame stacks, "
                 "unwind tables (--unwind dwarf, no frame pointers)", "us",
                 us(cost["dwarf"][depth]), cmd, note=tail,
@@ -1188,6 +1238,8 @@ def unwind_memory(res, quick):
     with the table unwinder and one without, side by side."""
     interval = 1 if quick else 5
     programs = sorted(os.listdir(UNWIND_MANY), key=lambda n: int(n.rsplit("_", 1)[1]))
+    if quick:
+        programs = programs[:50]	# a quarter: the figures' titles say how many
     port = free_port()
     dwarf = Ignis(100, "--unwind", "dwarf", "--metrics-address", f"127.0.0.1:{port}",
                   interval=interval)
@@ -1229,8 +1281,8 @@ def unwind_memory(res, quick):
     for p in procs:
         p.kill()
         p.wait()
-    dwarf.stop()
-    fp.stop()
+    dwarf.kill()	# its profiles are not read
+    fp.kill()
     m = lambda text, name: metric_value(text, name) or 0
     n = len(programs)
     cmd = (f"{n} programs (unwind_many_N, -DVARIANT=N, -fomit-frame-pointer) burning 30 ms "
@@ -1468,7 +1520,7 @@ def python_bpf_cost(res, quick):
             log(f"  python bpf: {cost['python'][-1] or 0:.0f} ns per sample with {depth} Python "
                 f"frames, {cost['native'][-1] or 0:.0f} ns with {depth} native frames, "
                 f"{whole[-1] or 0:.1f} % of the Python samples whole")
-        floor.stop()
+        floor.kill()	# its profiles are not read
         sleeper.kill()
         sleeper.wait()
     res.data.setdefault("python", {})["bpf_runs"] = details
@@ -1526,7 +1578,7 @@ def flask_rps(res, quick):
             app.kill()
             app.wait()
             if prof:
-                prof.stop()
+                prof.kill()	# its profiles are not read
             got[which] = json.loads(out.stdout.strip().splitlines()[-1])
         runs.append((got["base"], got["tool"]))
         log(f"  flask: {got['base']['rps']:.0f} requests/s alone, {got['tool']['rps']:.0f} "
@@ -1575,8 +1627,8 @@ def python_memory(res, quick):
     for p in procs:
         p.kill()
         p.wait()
-    on.stop()
-    off.stop()
+    on.kill()	# its profiles are not read
+    off.kill()
     grow = {a: (rss[a] - base[a]) / 1024 for a in (on, off)}
     read = 'ignis_python_code_reads_total{result="read"}'
     reads = (metric_value(after, read) or 0) - (metric_value(before, read) or 0)
@@ -1634,7 +1686,10 @@ def offcpu_throughput(res, quick):
     """The switch-heavy load under ignis without and with --off-cpu (defaults), and with
     a sample for every wait (--off-cpu-period 0 --off-cpu-max-rate 0), in rotating order;
     the BPF programs' cost per run in the same runs."""
-    reps = 2 if quick else 5
+    # QUICK: one rotation, one pipe run per agent (an agent's start, ~20 s on this shared
+    # host, is most of the time).
+    reps = 1 if quick else 5
+    per_config = 1 if quick else 3	# pipe runs per agent, their median taken
     configs = {"cpu": [], "offcpu": ["--off-cpu"],
                "every": ["--off-cpu", "--off-cpu-period", "0", "--off-cpu-max-rate", "0"]}
     ops = {k: [] for k in configs}
@@ -1645,7 +1700,7 @@ def offcpu_throughput(res, quick):
             names = names[rep % 3:] + names[:rep % 3]
             for name in names:
                 prof = Ignis(100, *configs[name], interval=10)
-                runs = [pipe_ops() for _ in range(3)]
+                runs = [pipe_ops() for _ in range(per_config)]
                 ops[name].append(statistics.median(runs))
                 if name != "cpu":
                     suffix = "" if name == "offcpu" else "_every"
@@ -1653,11 +1708,12 @@ def offcpu_throughput(res, quick):
                     cost["switch" + suffix].append(ns)
                     ns, _ = prog_run_ns(prof.pid, "ignis_offcpu")
                     cost["sys_exit" + suffix].append(ns)
-                prof.stop()
+                prof.kill()	# its profiles are not read
             log(f"  off-CPU: pipe ops/s {ops['cpu'][-1]:.0f} (ignis), {ops['offcpu'][-1]:.0f} "
                 f"(--off-cpu), {ops['every'][-1]:.0f} (every wait)")
-    cmd = (f"`perf bench sched pipe -l 200000` (median of 3) under `ignis`, `ignis --off-cpu` "
-           f"and `ignis --off-cpu --off-cpu-period 0 --off-cpu-max-rate 0`, {reps} rotations")
+    cmd = (f"`perf bench sched pipe -l 200000` (median of {per_config}) under `ignis`, "
+           "`ignis --off-cpu` and `ignis --off-cpu --off-cpu-period 0 --off-cpu-max-rate 0`, "
+           f"{reps} rotation(s)")
     res.add("offcpu_pipe_ops_cpu", "pipe ping-pong, ops/s under ignis (CPU only)", "ops/s",
             ops["cpu"], cmd)
     res.add("offcpu_pipe_ops_offcpu", "pipe ping-pong, ops/s under ignis --off-cpu", "ops/s",
@@ -1698,7 +1754,7 @@ def offcpu_memory(res, quick):
     samples = metric_value(text, "ignis_offcpu_samples_total") or 0
     idle.kill()
     idle.wait()
-    prof.stop()
+    prof.kill()	# its profiles are not read
     cmd = (f"`offcpu idle {n}` (threads sleeping 1 s at a time) under `ignis --off-cpu "
            f"--interval {interval}`; RSS {4 * interval} s after they started, "
            f"{samples:.0f} off-CPU samples by then")
@@ -1751,11 +1807,12 @@ def measure(argv, cwd=None, timeout=900):
 
 
 def local_report(res, quick):
-    """`ignis report` over a day of windows of a busy host (8,640 files; QUICK: 1,440) made by
+    """`ignis report` over a day of windows of a busy host (8,640 files; QUICK: 720) made by
     mkwindows, beside `go tool pprof -top` over the same files; `report --format html` and
     `ignis diff` of the first half against the second. Until the command exists a failure is
     printed as "not available" with its stderr, and the section goes on."""
-    n = 1440 if quick else 8640
+    # QUICK: two hours of windows (go tool pprof took 54 s over 1,440 files here).
+    n = 720 if quick else 8640
     reps = 1 if quick else 3
     folder = os.path.join(TMP, "windows")
     os.makedirs(folder)
@@ -1833,6 +1890,95 @@ def local_report(res, quick):
             [text[1] / go[1]] if note is None else [], "from the medians above", note=note)
 
 
+# ---- 10b: memory over a long run with process churn (memsoak; only when asked for) ----------
+
+SOAK_SAMPLE_S = 30
+SOAK_WARMUP_S = 600
+
+
+def memsoak(res, minutes):
+    """The agent at its defaults (no option but --output-dir) for `minutes` under process
+    churn: manyprocs (200 processes of distinct stacks spinning, 50 exec/exit of /bin/true
+    a second), started again every minute so that its 200 pids are new ones, beside a loop
+    of short-lived processes (stormburn 5 and /bin/true every 100 ms, a python3.11 every
+    2 s: the Python attach too). VmRSS and RssAnon every 30 s; their growth from the end of
+    the warm-up (10 minutes, or a third of a shorter run) to the end, the target's figure;
+    and the BPF maps' kernel memory (memlock, fdinfo)."""
+    total = minutes * 60
+    warmup = min(SOAK_WARMUP_S, total / 3)
+    a = Ignis(None, interval=None, log_level=None)
+    churn = spawn(["bash", "-c", 'while [ $SECONDS -lt "$1" ]; do "$2" 5 >/dev/null; '
+                   '/bin/true; i=$((i + 1)); [ $((i % 20)) = 0 ] && "$3" -c "sum(range(10**5))"; '
+                   'sleep 0.1; done', "churn", str(total), STORM_BURNER, PYTHON])
+    samples, load = [], None
+    t0 = time.monotonic()
+    due = t0
+    try:
+        while True:
+            now = time.monotonic()
+            if load is None or load.poll() is not None:
+                left = total - (now - t0)
+                if left >= 5:
+                    load = spawn([os.path.join(BENCH, "manyprocs"), "200",
+                                  str(int(min(60, left))), "50"])
+            if now >= due:
+                if a.proc.poll() is not None:
+                    raise RuntimeError("ignis exited during the soak:\n" + a.text()[-2000:])
+                samples.append({"t": round(now - t0, 1), "rss_kib": proc_status(a.pid, "VmRSS"),
+                                "anon_kib": proc_status(a.pid, "RssAnon"),
+                                "maps_bytes": map_memlock(a.pid)})
+                log(f"memsoak {samples[-1]['t']:.0f} s: RSS {samples[-1]['rss_kib'] / 1024:.1f}"
+                    f" MiB, RssAnon {samples[-1]['anon_kib'] / 1024:.1f} MiB")
+                if now - t0 >= total:
+                    break
+                due += SOAK_SAMPLE_S
+            time.sleep(max(0.2, min(1.0, due - time.monotonic())))
+    finally:
+        for p in (load, churn):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    a.stop()
+    lost = re.findall(r"(\d+) process events lost", a.text())
+    res.data["memsoak"] = {"minutes": minutes, "warmup_s": warmup, "samples": samples}
+    # RSS swings by tens of MiB between samples under churn (windows of many processes,
+    # then freed): growth is the median of the last k samples after the warm-up minus the
+    # median of its first k (k = 10, 5 minutes, or a quarter of a shorter run's samples).
+    after = [s for s in samples if s["t"] >= warmup]
+    k = max(1, min(10, len(after) // 4))
+    first, last = after[:k], after[-k:]
+    med = lambda part, key: statistics.median(s[key] for s in part)
+    base = {key: med(first, key) for key in ("rss_kib", "anon_kib")}
+    base["t"] = first[-1]["t"]
+    end = {key: med(last, key) for key in ("rss_kib", "anon_kib")}
+    end["t"], end["maps_bytes"] = last[0]["t"], samples[-1]["maps_bytes"]
+    mib = lambda kib: kib / 1024
+    cmd = (f"`ignis --output-dir DIR` (defaults) for {minutes:g} min under churn: manyprocs "
+           "200 processes + 50 exec/exit per s, new processes every 60 s, and stormburn 5 + "
+           "/bin/true every 100 ms + python3.11 every 2 s; /proc/PID/status every "
+           f"{SOAK_SAMPLE_S} s ({len(samples)} samples)")
+    grow = (f"; median of the {k} samples from {end['t']:.0f} s on minus median of the {k} "
+            f"up to {base['t']:.0f} s from the end of the warm-up ({warmup / 60:g} min)")
+    res.add("memsoak_rss_growth", f"agent RSS growth after the warm-up, {minutes:g} min soak",
+            "MiB", [mib(end["rss_kib"] - base["rss_kib"])],
+            cmd + grow + f"; highest after it {mib(max(s['rss_kib'] for s in after)):.1f} MiB",
+            target="<= 1 MiB")
+    res.add("memsoak_anon_growth", "  RssAnon growth after the warm-up (the heap)", "MiB",
+            [mib(end["anon_kib"] - base["anon_kib"])],
+            cmd + grow + f"; highest after it {mib(max(s['anon_kib'] for s in after)):.1f} MiB",
+            target="<= 1 MiB")
+    res.add("memsoak_rss", "  agent RSS at the end", "MiB", [mib(samples[-1]["rss_kib"])],
+            cmd + f"; {mib(samples[0]['rss_kib']):.1f} MiB at the first sample")
+    res.add("memsoak_rss_anon", "  RssAnon at the end", "MiB", [mib(samples[-1]["anon_kib"])],
+            cmd + f"; {mib(samples[0]['anon_kib']):.1f} MiB at the first sample")
+    res.add("memsoak_maps_mib", "  BPF map memory (memlock, defaults)", "MiB",
+            [end["maps_bytes"] / 2**20], cmd + "; memlock of the agent's maps (fdinfo)" +
+            (f"; {lost[-1]} process events lost" if lost else ""))
+    log(f"memsoak: RSS {mib(base['rss_kib']):.1f} -> {mib(end['rss_kib']):.1f} MiB, RssAnon "
+        f"{mib(base['anon_kib']):.1f} -> {mib(end['anon_kib']):.1f} MiB from {base['t']:.0f} "
+        f"to {end['t']:.0f} s")
+
+
 # ---- 11: the README section --------------------------------------------------------------------
 
 def fmt(fig):
@@ -1903,6 +2049,8 @@ def verdicts(res):
     below = lambda key, limit: rule(key, med(key) is not None and med(key) < limit)
     below("report_text_s", 5)
     below("report_text_rss_mib", 200)
+    at_most("memsoak_rss_growth", 1)
+    at_most("memsoak_anon_growth", 1)
     return out
 
 
@@ -1972,6 +2120,8 @@ def report(res, quick):
         ("Local analysis: `ignis report` and `ignis diff` over a day of windows of a busy "
          "host (tests/tools/mkwindows), beside `go tool pprof -top`",
          [k for k in figs if k.startswith("report_")]),
+        ("Memory over a soak with process churn (`make bench SOAK_MINUTES=60`)",
+         [k for k in figs if k.startswith("memsoak_")]),
         ("Accuracy and loss",
          [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
           for x in ("share_error_pooled", "share_error", "complete_stacks")] +
@@ -2006,7 +2156,9 @@ def main():
     parser.add_argument("--only",
                         help="comma-separated sections: "
                         "overhead,bpf,agent,storm,window,upload,symbols,unwind,python,"
-                        "offcpu,report")
+                        "offcpu,report; memsoak runs only when named here or with --minutes")
+    parser.add_argument("--minutes", type=float,
+                        help="add the memsoak section, this long (named alone: 60)")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite the README section from build/bench/results.json")
@@ -2019,7 +2171,9 @@ def main():
         return
     every = {"overhead", "bpf", "agent", "storm", "window", "upload", "symbols", "unwind",
              "python", "offcpu", "report"}
-    only = set(args.only.split(",")) if args.only else every
+    only = set(args.only.split(",")) if args.only else set(every)
+    if args.minutes:
+        only.add("memsoak")
     if os.geteuid() != 0:
         sys.exit("make bench needs root (BPF, perf, bpftrace)")
     res = Results(args.quick)
@@ -2036,6 +2190,8 @@ def main():
         ("python", lambda: python(res, args.quick)),
         ("offcpu", lambda: offcpu(res, args.quick)),
         ("report", lambda: local_report(res, args.quick)),
+        # Not in `every`: an hour by default, run when asked for.
+        ("memsoak", lambda: memsoak(res, args.minutes or 60)),
     ]
     timings = res.data.setdefault("section_seconds", {})
     try:
@@ -2051,7 +2207,7 @@ def main():
     res.data["seconds"] = round(time.monotonic() - started)
     path = os.path.join(BUILD, "bench", "results.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    full = only == every
+    full = every <= only
     merged = False
     if not full and os.path.exists(path):
         # A partial run refreshes its sections of the last results.
@@ -2061,7 +2217,7 @@ def main():
             last["figures"].update(res.data["figures"])
             res.data["figures"] = last["figures"]
             merged = True
-            for key in ("accounting", "unwind", "python"):
+            for key in ("accounting", "unwind", "python", "memsoak"):
                 if last.get(key) is not None:
                     res.data.setdefault(key, last[key])
     res.data["targets"] = verdicts(res)

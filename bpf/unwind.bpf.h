@@ -295,6 +295,7 @@ static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 	__u64 pc = first || uw->exact ? uw->pc : uw->pc - 1, cfa, rel, ra;
 	__u64 sigregs[7]; /* rbp .. rip of the signal frame's struct sigcontext */
 	__u32 idx, cfa_type, rbp_type;
+	bool last;
 	__s64 off;
 	int mi, ri;
 
@@ -328,14 +329,15 @@ static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 		idx = (__u32)ri;
 		row = ri < 0 ? NULL : lookup_row(idx);
 		if (row) {
-			/* The next row's pc ends this one's range (the last row's: the table's). */
-			next = idx + 1 < uw->m_row_start + uw->m_nr_rows ? lookup_row(idx + 1) :
-									   NULL;
+			/* The next row's pc ends this one's range (the last row's: the table's; a
+			 * next row that cannot be read: an empty range, nothing cached). */
+			last = idx + 1 >= uw->m_row_start + uw->m_nr_rows;
+			next = last ? NULL : lookup_row(idx + 1);
 			uw->rc_row = *row;
 			uw->rc_row_start = uw->m_row_start;
 			uw->rc_nr_rows = uw->m_nr_rows;
 			uw->rc_lo = row->pc;
-			uw->rc_hi = next ? next->pc : 0xffffffffU;
+			uw->rc_hi = next ? next->pc : last ? 0xffffffffU : row->pc;
 			row = &uw->rc_row;
 		}
 	}

@@ -172,9 +172,9 @@ struct progs_map {
 
 /*
  * Per-CPU working state, one lookup per sample: room for one stack walk (too large for the
- * 512-byte BPF stack), the table unwinder's state, and the process image this CPU last
- * found announced and unchanged, so that consecutive samples of one process skip the procs
- * lookup.
+ * 512-byte BPF stack), the table unwinder's state, and the process images this CPU found
+ * announced and unchanged in this window, so that their samples skip the procs lookup (a
+ * cold hash bucket and element: about a microsecond per sample on a VM).
  */
 /* A file mapping this CPU announced (announce_mapping()). */
 struct mapping_sent {
@@ -186,6 +186,19 @@ struct mapping_sent {
 
 #define MAPPINGS_SENT 8 /* a power of 2 */
 
+/* A process image this CPU found announced and unchanged (announce_process()). */
+struct image_seen {
+	__u64 start_time;
+	__u64 exec_vm;
+	__u32 tgid; /* 0: none */
+	__u32 exec_id;
+	__u32 epoch; /* cpu_state.seen_epoch when it was found */
+	__u32 pad;
+};
+
+/* Entries of cpu_state.seen, by tgid (a power of 2): the processes that share a CPU. */
+#define IMAGES_SEEN 16
+
 struct cpu_state {
 	union {
 		struct ignis_stack stack;
@@ -194,10 +207,9 @@ struct cpu_state {
 		struct ignis_stack_part stack_part0;
 	};
 	struct uw_state uw;
-	__u64 last_start_time;
-	__u64 last_exec_vm;
-	__u32 last_tgid;
-	__u32 last_exec_id;
+	struct image_seen seen[IMAGES_SEEN];
+	__u32 seen_epoch; /* bumped when the generation flips: an entry lasts one window */
+	__u32 seen_gen;	  /* the generation of seen_epoch */
 	__u64 py_serials; /* serials this CPU handed out (bpf/python.bpf.h) */
 	struct mapping_sent sent[MAPPINGS_SENT]; /* the last mappings it announced */
 	__u32 sent_next;

@@ -116,19 +116,31 @@ static __always_inline int track_process(__u32 g, __u32 tgid, const struct task_
 	return !bpf_map_update_elem(&procs, &tgid, &fresh, BPF_ANY);
 }
 
-/* track_process() unless this CPU's last sample found the image announced and unchanged. */
+/*
+ * track_process() unless this CPU found the image announced and unchanged earlier in this
+ * window (cs->seen; a window bounds how long an entry the agent deleted from procs, to have
+ * the image announced again, goes unnoticed).
+ */
 static __always_inline void announce_process(__u32 g, struct cpu_state *cs, __u32 tgid,
 					     const struct task_info *ti)
 {
-	if (cs->last_tgid == tgid && cs->last_start_time == ti->start_time &&
-	    cs->last_exec_id == ti->exec_id && cs->last_exec_vm == ti->exec_vm)
+	struct image_seen *e;
+
+	if (cs->seen_gen != g) {
+		cs->seen_gen = g;
+		cs->seen_epoch++;
+	}
+	e = &cs->seen[tgid & (IMAGES_SEEN - 1)];
+	if (e->tgid == tgid && e->epoch == cs->seen_epoch && e->start_time == ti->start_time &&
+	    e->exec_id == ti->exec_id && e->exec_vm == ti->exec_vm)
 		return;
-	cs->last_tgid = 0;
+	e->tgid = 0;
 	if (track_process(g, tgid, ti)) {
-		cs->last_tgid = tgid;
-		cs->last_start_time = ti->start_time;
-		cs->last_exec_id = ti->exec_id;
-		cs->last_exec_vm = ti->exec_vm;
+		e->tgid = tgid;
+		e->epoch = cs->seen_epoch;
+		e->start_time = ti->start_time;
+		e->exec_id = ti->exec_id;
+		e->exec_vm = ti->exec_vm;
 	}
 }
 

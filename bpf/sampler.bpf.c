@@ -19,16 +19,23 @@
 #include "maps.bpf.h"
 #include "sample.bpf.h"
 
-/* The user registers at the sample: the interrupted ones, or, when the sample hit the
- * kernel, the ones the task entered the kernel with. Returns 0 or -1. */
-static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct uw_state *uw)
+/* Whether the sample interrupted user mode. */
+static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
 {
 	/* The context allows only whole 8-byte loads of the registers; cs's place is fixed by
 	 * the UAPI struct pt_regs. The low bits of cs hold the privilege level: 3 is user. */
 	__u64 cs =
 		*(const __u64 *)((const char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
 
-	if ((cs & 3) == 3) {
+	return (cs & 3) == 3;
+}
+
+/* The user registers at the sample: the interrupted ones, or, when the sample hit the
+ * kernel, the ones the task entered the kernel with. Returns 0 or -1. */
+static __always_inline int user_regs(struct bpf_perf_event_data *ctx, bool user_mode,
+				     struct uw_state *uw)
+{
+	if (user_mode) {
 		uw->pc = ctx->regs.ip;
 		uw->sp = ctx->regs.sp;
 		uw->bp = ctx->regs.bp;
@@ -46,6 +53,7 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 	struct task_info ti;
 	struct cpu_state *cs;
 	void *stacks, *counts;
+	bool user_mode;
 
 	stat_inc(g, STAT_SAMPLES);
 	if (tgid == 0) {
@@ -83,8 +91,11 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 	}
 
 	if (!cfg.skip_walk) {
-		/* The kernel stack first: the table unwinder records the sample itself. */
-		if (cfg.kernel_stacks &&
+		user_mode = in_user_mode(ctx);
+		/* The kernel stack first: the table unwinder records the sample itself. A
+		 * sample in user mode has none (bpf_get_stack() would find 0 frames, after
+		 * setting up a callchain buffer: about a microsecond on a VM). */
+		if (cfg.kernel_stacks && !user_mode &&
 		    walk_stack(ctx, g, stacks, &cs->stack, 0, &key.kernel_stack)) {
 			key.flags |= SAMPLE_F_KSTACK_ERR;
 			stat_inc(g, STAT_KSTACK_ERR);
@@ -93,7 +104,7 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 			/* Back here from start_unwind(): frame pointers, or no user stack. */
 			if ((!cfg.unwind_tables ||
 			     !start_unwind(ctx, &progs, CPU_STATE_SAMPLE, g, cs, &key,
-					   user_regs(ctx, &cs->uw), 0)) &&
+					   user_regs(ctx, user_mode, &cs->uw), 0)) &&
 			    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK,
 				       &key.user_stack)) {
 				key.flags |= SAMPLE_F_USTACK_ERR;

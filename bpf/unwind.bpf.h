@@ -75,6 +75,11 @@ struct uw_state {
 	__u32 by_file;	  /* the process is not published: a pc in no mapping of its own is */
 			  /* looked up by its file (lookup_file) */
 	__u32 file_tries; /* lookups by file this walk */
+	/* The last row this walk found, and the pcs it covers, [rc_lo, rc_hi) from its table's
+	 * base: a recursion, or a loop's frames, skip the binary search. rc_nr_rows 0: none. */
+	struct ignis_unwind_row rc_row;
+	__u32 rc_row_start, rc_nr_rows;
+	__u32 rc_lo, rc_hi;
 	struct ignis_sample_key key;
 	struct uw_python py;
 };
@@ -286,10 +291,11 @@ static __always_inline int find_pc_mapping(struct uw_state *uw, __u64 pc, bool b
  */
 static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 {
-	const struct ignis_unwind_row *row;
+	const struct ignis_unwind_row *row, *next;
 	__u64 pc = first || uw->exact ? uw->pc : uw->pc - 1, cfa, rel, ra;
 	__u64 sigregs[7]; /* rbp .. rip of the signal frame's struct sigcontext */
 	__u32 idx, cfa_type, rbp_type;
+	bool last;
 	__s64 off;
 	int mi, ri;
 
@@ -311,9 +317,30 @@ static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 		return step_frame_pointer(uw, true);
 	}
 	rel = pc - uw->m_base;
-	ri = rel >> 32 ? -1 : unwind_find_row(uw->m_row_start, uw->m_nr_rows, (__u32)rel);
-	idx = (__u32)ri;
-	row = ri < 0 ? NULL : lookup_row(idx);
+	row = NULL;
+	if (rel >> 32) {
+		/* past the table */
+	} else if (uw->rc_nr_rows && uw->rc_row_start == uw->m_row_start &&
+		   uw->rc_nr_rows == uw->m_nr_rows && (__u32)rel >= uw->rc_lo &&
+		   (__u32)rel < uw->rc_hi) {
+		row = &uw->rc_row;
+	} else {
+		ri = unwind_find_row(uw->m_row_start, uw->m_nr_rows, (__u32)rel);
+		idx = (__u32)ri;
+		row = ri < 0 ? NULL : lookup_row(idx);
+		if (row) {
+			/* The next row's pc ends this one's range (the last row's: the table's; a
+			 * next row that cannot be read: an empty range, nothing cached). */
+			last = idx + 1 >= uw->m_row_start + uw->m_nr_rows;
+			next = last ? NULL : lookup_row(idx + 1);
+			uw->rc_row = *row;
+			uw->rc_row_start = uw->m_row_start;
+			uw->rc_nr_rows = uw->m_nr_rows;
+			uw->rc_lo = row->pc;
+			uw->rc_hi = next ? next->pc : last ? 0xffffffffU : row->pc;
+			row = &uw->rc_row;
+		}
+	}
 	if (!row || (row->type & 15) == UNWIND_CFA_NONE) {
 		stat_inc(uw->gen, STAT_UNWIND_NO_CFI);
 		return step_frame_pointer(uw, false);
@@ -396,6 +423,7 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
 	uw->python = 0;
 	uw->m2_start = uw->m2_end = 0;
 	uw->file_tries = 0;
+	uw->rc_nr_rows = 0;
 	uw->py.started = 0;
 	uw->py.frame = 0;
 	uw->py.total = 0;

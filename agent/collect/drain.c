@@ -170,7 +170,8 @@ int stack_parts__finish(struct stack_parts *p, struct drained_window *w)
 	size_t i = 0, j;
 	int err = 0;
 
-	qsort(p->v, p->n, sizeof(*p->v), part_cmp);
+	if (p->n) /* qsort() must not be given NULL, even for 0 elements */
+		qsort(p->v, p->n, sizeof(*p->v), part_cmp);
 	while (i < p->n && !err) {
 		const struct stack_part_rec *head = &p->v[i];
 		uint32_t len = head->len, flags = head->flags, want = 1;

@@ -133,6 +133,51 @@ bool sym_has_debug_info(Elf *elf)
 	return false;
 }
 
+/*
+ * Debug sections this file never asks libdw for: location lists (variables), macros, the
+ * CFI of .debug_frame (unwinding reads it through its own handle, symbolizer/unwind.c) and
+ * the name indexes. libdw 0.188 reads -- and decompresses, when compressed -- every DWARF
+ * section it recognizes as the handle is opened (dwarf_begin_elf.c, check_section()); the
+ * location lists alone are a fifth of libpython's DWARF and of libc6-dbg's libc.
+ */
+static const char *const unread_sections[] = {
+	"loc",	    "loclists", "macro",	"macinfo",	"frame",
+	"pubnames", "pubtypes", "gnu_pubnames", "gnu_pubtypes",
+};
+
+static bool is_unread_section(const char *name)
+{
+	if (!strncmp(name, ".debug_", 7))
+		name += 7;
+	else if (!strncmp(name, ".zdebug_", 8))
+		name += 8;
+	else
+		return false;
+	for (size_t i = 0; i < sizeof(unread_sections) / sizeof(unread_sections[0]); i++)
+		if (!strcmp(name, unread_sections[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Hide the unread sections from libdw in this handle's copy of the section headers: it skips
+ * SHT_NOBITS sections (check_section() in every version since 0.1xx), so they are neither
+ * read nor decompressed. The file is open read-only; only libelf's memory changes.
+ */
+static void hide_unread_sections(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	const char *name;
+
+	while (sym_next_section(elf, &scn, &shdr, &name)) {
+		if (shdr.sh_type == SHT_NOBITS || !is_unread_section(name))
+			continue;
+		shdr.sh_type = SHT_NOBITS;
+		gelf_update_shdr(scn, &shdr); /* if it fails, libdw reads the section: no harm */
+	}
+}
+
 /* Bytes of the sections libdw reads into memory, as the cost of keeping it open. */
 static size_t debug_bytes(Elf *elf)
 {
@@ -142,7 +187,8 @@ static size_t debug_bytes(Elf *elf)
 	size_t total = 0;
 
 	while (sym_next_section(elf, &scn, &shdr, &name))
-		if (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8))
+		if (shdr.sh_type != SHT_NOBITS &&
+		    (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8)))
 			total += shdr.sh_size;
 	return total;
 }
@@ -182,6 +228,7 @@ static int open_handle(struct sym_dwarf *d)
 	if (!d->elf || elf_kind(d->elf) != ELF_K_ELF || !sym_has_debug_info(d->elf) ||
 	    !string_sections_terminated(d->elf))
 		goto err_out;
+	hide_unread_sections(d->elf);
 	d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
 	if (!d->dw)
 		goto err_out;

@@ -33,8 +33,9 @@
  * entry per IGNIS_STACK_PART_FRAMES frames (bpf/profiler.h): its first in the stacks map,
  * which has room for every stack a window can bring, so no sample ever loses its stack's
  * leaf frames; the others in the tails map, STACK_TAILS_PER_STACK entries per stack: every
- * stack of a window is whole as long as their average is up to 64 frames, whatever the host
- * runs, and deep ones (a Python stack, to 256 frames) share the room shorter ones leave. A
+ * stack of a window is whole as long as they need one tail (a stack over 32 frames) on
+ * average, whatever the host runs, and deep ones (a Python stack, to 256 frames, 7 tails)
+ * share the room shorter ones leave. A
  * full tails map keeps a stack's first part, cut (counted); docs/architecture.md has the
  * sizes per CPU count.
  */
@@ -43,9 +44,12 @@
 #define SIZING_HEADROOM_PCT   150
 #define STACK_TAILS_PER_STACK 1
 /* procs (LRU): the process images BPF announced; an evicted one is announced again (one
- * event, which the agent finds known). Twice a window's samples: every process a window
- * can sample, and the previous window's. */
+ * event, which the agent finds known, and a capture of its mappings). Twice a window's
+ * samples: every process a window can sample, and the previous window's. Off-CPU time
+ * announces every task switched in, whatever the sample rate: with --off-cpu at least
+ * MIN_PROCS_OFFCPU, the size before it was derived from the window. */
 #define MIN_PROCS_ENTRIES 4096U
+#define MIN_PROCS_OFFCPU  16384U
 #define MAX_PROCS_ENTRIES (64U * 1024)
 
 struct cpu_event {
@@ -549,6 +553,8 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	s->max_procs = s->max_samples * 2;
 	if (s->max_procs < MIN_PROCS_ENTRIES)
 		s->max_procs = MIN_PROCS_ENTRIES;
+	if (opts->offcpu && s->max_procs < MIN_PROCS_OFFCPU)
+		s->max_procs = MIN_PROCS_OFFCPU;
 	if (s->max_procs > MAX_PROCS_ENTRIES)
 		s->max_procs = MAX_PROCS_ENTRIES;
 

@@ -30,10 +30,10 @@ NOINLINE static void burn_spin(void)
 
 NOINLINE static void *burn_loop(void *arg)
 {
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+	struct until end = until_start(seconds);
 
 	(void)arg;
-	while (mono_ns() < end)
+	while (!until_over(&end))
 		burn_spin();
 	return NULL;
 }

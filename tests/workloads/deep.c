@@ -5,7 +5,7 @@
  * none inlined and none a tail call, so every level is a real frame that only the table
  * unwinder (or perf --call-graph dwarf) can find.
  *
- *   deep [SECONDS]       burn CPU for SECONDS (default 10)
+ *   deep [SECONDS]       burn CPU for SECONDS (default 10; 3cpu: of CPU time, workload.h)
  *   deep SECONDS sys     the same, but deep_hot spends its time in system calls, so most
  *                        samples hit the kernel and the user stack starts from the
  *                        registers saved at kernel entry
@@ -76,11 +76,11 @@ NOINLINE uint64_t level_a(uint64_t n)
 
 int main(int argc, char **argv)
 {
-	double seconds = arg_seconds(argc, argv, 1, 10);
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9), n = 0;
+	struct until end = until_start(arg_seconds(argc, argv, 1, 10));
+	uint64_t n = 0;
 
 	in_kernel = argc > 2 && !strcmp(argv[2], "sys");
-	while (mono_ns() < end)
+	while (!until_over(&end))
 		sink = level_a(n++);
 	printf("%llu\n", (unsigned long long)sink);
 	return 0;

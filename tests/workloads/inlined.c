@@ -17,9 +17,10 @@ static inline __attribute__((always_inline)) uint64_t mix_inlined(uint64_t x)
 
 NOINLINE static void spin_caller(double seconds)
 {
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9), x = 1;
+	struct until end = until_start(seconds);
+	uint64_t x = 1;
 
-	while (mono_ns() < end) {
+	while (!until_over(&end)) {
 		x = mix_inlined(x); /* CALL_MIX */
 		sink = x;
 	}

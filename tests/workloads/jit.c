@@ -19,9 +19,9 @@ static const unsigned char code[] = { 0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf9, 
 
 NOINLINE static void run_jit(void (*fn)(unsigned long), double seconds)
 {
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+	struct until end = until_start(seconds);
 
-	while (mono_ns() < end)
+	while (!until_over(&end))
 		fn(200000);
 }
 

@@ -4,7 +4,7 @@
  * program's own frames (compress_block <- run_compress <- main) are the callers of the
  * library's frames only for an unwinder that reads liblzma's .eh_frame.
  *
- *   lzmaloop [SECONDS]
+ *   lzmaloop [SECONDS[cpu]]
  *
  * Built with LZMA_DLOPEN (lzmadl), it burns 50 ms in its own code first and only then
  * loads liblzma with dlopen(): a process announced before it maps the library it spends
@@ -68,9 +68,10 @@ static void load_liblzma(void)
 
 NOINLINE uint64_t run_compress(double seconds)
 {
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9), total = 0;
+	struct until end = until_start(seconds);
+	uint64_t total = 0;
 
-	while (mono_ns() < end)
+	while (!until_over(&end))
 		total += compress_block(1);
 	return total;
 }

@@ -32,9 +32,9 @@ NOINLINE static long sys_read(int fd, void *p, unsigned long len)
 
 NOINLINE static void do_reads(int fd, double seconds)
 {
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+	struct until end = until_start(seconds);
 
-	while (mono_ns() < end)
+	while (!until_over(&end))
 		sys_read(fd, buf, sizeof(buf));
 }
 

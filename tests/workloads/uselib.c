@@ -6,9 +6,9 @@ void lib_hot(uint64_t rounds);
 
 NOINLINE static void call_lib(double seconds)
 {
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9);
+	struct until end = until_start(seconds);
 
-	while (mono_ns() < end)
+	while (!until_over(&end))
 		lib_hot(200);
 }
 

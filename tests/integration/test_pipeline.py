@@ -8,7 +8,7 @@ import subprocess
 import time
 
 from harness import (Agent, check, go_pprof, go_traces, is_subsequence, merged_samples,
-                     pprof_json, spawn, tmpdir, wait_exit, workload)
+                     pprof_json, sample_margin, spawn, tmpdir, wait_exit, workload)
 
 
 def run_with_agent(argv, seconds_before=1.0, agent_args=(), interval=2, settle=0.5):
@@ -35,7 +35,9 @@ def test_hot_functions_shares_and_order():
     """A PIE on 2 threads, 70/30 % of its CPU in hot_a/hot_b: both named, shares within
     5 points, main -> run_threads -> worker -> phase_a -> hot_a in order; go tool pprof
     reads the same."""
-    agent, _, pid = run_with_agent([workload("hot2"), "6"])
+    # 6 s of CPU time per thread (not of wall time: ~1200 samples however busy the host is;
+    # a 6 s wall-time run beside a spinner and an exec loop had 218).
+    agent, _, pid = run_with_agent([workload("hot2"), "6cpu"])
     profiles = profiles_of(agent)
     pairs = merged_samples(profiles, pid=pid)
     total = sum(s["count"] for _, s in pairs)
@@ -96,22 +98,24 @@ def test_hot_functions_shares_and_order():
 
 
 def test_hot_function_in_shared_library():
-    agent, _, pid = run_with_agent([workload("uselib"), "3"])
+    agent, _, pid = run_with_agent([workload("uselib"), "3cpu"])
     pairs = merged_samples(profiles_of(agent), pid=pid)
-    hot = [(p, s) for p, s in pairs if p.frames(s)[0] == "lib_hot"]
+    # By the user leaf: an interrupt or softirq over lib_hot (kernel work charged to whatever
+    # ran, e.g. RCU callbacks of a previous test's exits) is not what is judged here.
+    hot = [(p, s) for p, s in pairs if p.user_frames(s)[:1] == ["lib_hot"]]
     total = sum(s["count"] for _, s in pairs)
     check(hot and sum(s["count"] for _, s in hot) > 0.8 * total,
           f"lib_hot is not the hot leaf: {[p.frames(s)[:3] for p, s in pairs][:5]}")
     for p, s in hot:
-        check(p.frames(s)[:3] == ["lib_hot", "call_lib", "main"], f"stack {p.frames(s)}")
-        loc = p.locations[s["locations"][0]]
+        check(p.user_frames(s)[:3] == ["lib_hot", "call_lib", "main"], f"stack {p.frames(s)}")
+        loc = p.user_leaf(s)
         mapping = p.mappings[loc["mapping"]]
         check(mapping["file"].endswith("/libhot.so"), f"mapping {mapping}")
         check(mapping["build_id"], "libhot.so mapping without build ID")
 
 
 def test_kernel_frames_leafward_of_user_frames():
-    agent, _, pid = run_with_agent([workload("syscalls"), "3"])
+    agent, _, pid = run_with_agent([workload("syscalls"), "3cpu"])
     pairs = merged_samples(profiles_of(agent), pid=pid)
     total = sum(s["count"] for _, s in pairs)
     in_kernel = reading = with_user = 0
@@ -156,10 +160,11 @@ def test_kernel_frames_leafward_of_user_frames():
 
 
 def test_short_lived_process_is_symbolized():
-    """Burns 1.5 s and exits about 5 s before the window ends: its names survive it."""
+    """Burns 1.5 s (of CPU time: as many samples on a busy host) and exits seconds before
+    the window ends: its names survive it."""
     agent = Agent(interval=8).wait_ready()
     time.sleep(1)
-    proc = spawn([workload("burn"), "1.5"])
+    proc = spawn([workload("burn"), "1.5cpu"])
     wait_exit(proc, 30)
     time.sleep(8)
     agent.stop()
@@ -167,8 +172,9 @@ def test_short_lived_process_is_symbolized():
     pairs = merged_samples(profiles_of(agent), pid=pid)
     total = sum(s["count"] for _, s in pairs)
     check(total > 100, f"{total} samples of the short-lived process")
+    # The user part is judged: what is named is the process's code, under any interrupt.
     named = sum(s["count"] for p, s in pairs
-                if p.frames(s)[:4] == ["burn_spin", "burn_loop", "burn_threads", "main"])
+                if p.user_frames(s)[:4] == ["burn_spin", "burn_loop", "burn_threads", "main"])
     check(named > 0.95 * total, f"only {named} of {total} samples fully named")
     windows = agent.windows()
     check(any(w["profiled"] > 0 for w in windows), f"windows {windows}")
@@ -177,7 +183,7 @@ def test_short_lived_process_is_symbolized():
 
 
 def test_no_kernel_records_user_stacks_only():
-    agent, _, pid = run_with_agent([workload("syscalls"), "2"], agent_args=["--no-kernel"])
+    agent, _, pid = run_with_agent([workload("syscalls"), "2cpu"], agent_args=["--no-kernel"])
     profiles = profiles_of(agent)
     kernel = [m for p in profiles for m in p.mappings.values()
               if m["file"] == "[kernel.kallsyms]"]
@@ -224,14 +230,22 @@ def test_sigterm_flushes_the_current_window():
 
 
 def test_sample_accounting():
-    """Samples of a 2-thread burner match its CPU time x Hz within 5 %, and every sample of
-    every window is in the profile or in a drop counter."""
+    """Samples of a 2-thread burner match its CPU time x Hz within 5 % (or, on a host whose
+    other work shares the CPUs, within 4 standard deviations of the binomial count that
+    sampling makes), and every sample of every window is in the profile or in a drop
+    counter."""
     agent, out, pid = run_with_agent([workload("burn"), "4", "2"], interval=2)
     cpu_ns = int(re.search(r"cpu_ns=(\d+)", out).group(1))
+    wall_ns = int(re.search(r"wall_ns=(\d+)", out).group(1))
     expected = cpu_ns / 1e9 * 100
+    # Loaded, the burner runs on part of its ticks only: `perf record -a -e cpu-clock -c
+    # 10000000` beside a spinner and an exec loop counted 321, 387, 345 and 205 samples of
+    # it for 326, 400, 373 and 195 (-7.5 % to +5 %), the kernel's own sampling.
+    margin = sample_margin(expected, cpu_ns / (2 * wall_ns))
     got = sum(s["count"] for _, s in merged_samples(profiles_of(agent), pid=pid))
-    check(abs(got - expected) <= 0.05 * expected,
-          f"{got} samples for {cpu_ns / 1e9:.2f} s of CPU (expected {expected:.0f} +-5 %)")
+    check(abs(got - expected) <= margin,
+          f"{got} samples for {cpu_ns / 1e9:.2f} s of CPU in {wall_ns / 1e9:.2f} s "
+          f"(expected {expected:.0f} +-{margin:.0f})")
     windows = agent.windows()
     check(len(windows) >= 3, f"windows: {windows}")
     for w in windows:
@@ -252,8 +266,9 @@ def test_python_busy_loop():
     profiles = profiles_of(agent)
     pairs = merged_samples(profiles, pid=pid)
     leaves = {}
-    for p, s in pairs:
-        leaves[p.frames(s)[0]] = leaves.get(p.frames(s)[0], 0) + s["count"]
+    for p, s in pairs:  # by the user leaf, under any interrupt
+        leaf = (p.user_frames(s) or ["[kernel only]"])[0]
+        leaves[leaf] = leaves.get(leaf, 0) + s["count"]
     check(leaves.get("_PyEval_EvalFrameDefault", 0) > 0.1 * sum(leaves.values()),
           f"_PyEval_EvalFrameDefault is not a hot leaf: {leaves}")
     check_names_within_extents(profiles, pid, "python3")
@@ -264,8 +279,9 @@ def test_perl_busy_loop():
         ["/usr/bin/perl", "-e", "my $e = time + 3; my $x = 0; while (time < $e) { $x++ }"])
     pairs = merged_samples(profiles_of(agent), pid=pid)
     leaves = {}
-    for p, s in pairs:
-        leaves[p.frames(s)[0]] = leaves.get(p.frames(s)[0], 0) + s["count"]
+    for p, s in pairs:  # by the user leaf, under any interrupt
+        leaf = (p.user_frames(s) or ["[kernel only]"])[0]
+        leaves[leaf] = leaves.get(leaf, 0) + s["count"]
     total = sum(leaves.values())
     perl = sum(v for k, v in leaves.items()
                if k == "Perl_runops_standard" or k.startswith("Perl_pp_"))
@@ -406,8 +422,13 @@ def test_bad_flags_and_missing_privileges():
     check(p.returncode == 2 and p.stderr == "ignis: --pid 4000000: no such process\n",
           f"exit {p.returncode}: {p.stderr!r}")
     hot = spawn([workload("hot2"), "5"])
-    time.sleep(0.3)
-    tids = [int(t) for t in os.listdir(f"/proc/{hot.pid}/task") if int(t) != hot.pid]
+    # Until hot2 has started its second thread (a fixed 0.3 s is not enough on a busy host).
+    deadline = time.monotonic() + 4
+    while True:
+        tids = [int(t) for t in os.listdir(f"/proc/{hot.pid}/task") if int(t) != hot.pid]
+        if tids or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     check(tids, "hot2 has no second thread")
     p = subprocess.run([workload("../../ignis"), "--pid", str(tids[0])], capture_output=True,
                        text=True)
@@ -469,7 +490,9 @@ def test_cpu_coming_online_is_sampled():
     wall_ns = int(re.search(r"wall_ns=(\d+)", out).group(1))
     got = sum(s["count"] for _, s in merged_samples(profiles_of(agent), pid=proc.pid))
     # Alone on its CPU the burner's samples lie between its CPU time (which leaves out
-    # interrupt and hypervisor time) and its wall time, each x 100 Hz, +-5 %.
-    check(0.95 * cpu_ns / 1e7 <= got <= 1.05 * wall_ns / 1e7,
+    # interrupt and hypervisor time) and its wall time, each x 100 Hz, +-5 %; with other
+    # work on CPU 1, its share of the ticks is a binomial count (sample_margin).
+    low = cpu_ns / 1e7 - sample_margin(cpu_ns / 1e7, cpu_ns / wall_ns)
+    check(low <= got <= 1.05 * wall_ns / 1e7,
           f"{got} samples on the returned CPU for {cpu_ns / 1e9:.2f} s of CPU "
           f"in {wall_ns / 1e9:.2f} s")

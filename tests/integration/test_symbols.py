@@ -21,22 +21,25 @@ def marker_line(source, marker):
 
 
 def leaf_lines(profile, sample):
-    """The Line entries of a sample's leaf location, innermost first."""
-    return profile.locations[sample["locations"][0]]["lines"]
+    """The Line entries of a sample's user leaf location (under any kernel frames: an
+    interrupt or softirq over the workload is not what a naming test judges), innermost
+    first."""
+    leaf = profile.user_leaf(sample)
+    return leaf["lines"] if leaf else []
 
 
 def test_inlined_function_is_its_own_frame():
     """-O2 code with a function forced inline: the function is a frame of its own, leafward of
     its caller, in the same Location; the caller's line is the call site; files are named;
     the mapping says it has inline frames; go tool pprof shows the same order."""
-    agent, _, pid = run_with_agent([workload("inlined"), "3"])
+    agent, _, pid = run_with_agent([workload("inlined"), "3cpu"])
     profiles = profiles_of(agent)
     call_line = marker_line("inlined.c", "/* CALL_MIX */")
     total = inlined = 0
     for prof in profiles:
         for s in prof.samples(pid=pid):
             total += s["count"]
-            frames = prof.frames(s)
+            frames = prof.user_frames(s)
             if frames[:2] != ["mix_inlined", "spin_caller"]:
                 continue
             lines = leaf_lines(prof, s)
@@ -48,7 +51,7 @@ def test_inlined_function_is_its_own_frame():
             check(all(line["file"].endswith("tests/workloads/inlined.c") for line in lines[:2]),
                   f"files: {[line['file'] for line in lines]}")
             check(lines[0]["line"] > 0, "no line for the inlined frame")
-            mapping = prof.mappings[prof.locations[s["locations"][0]]["mapping"]]
+            mapping = prof.mappings[prof.user_leaf(s)["mapping"]]
             check(mapping["has_inline_frames"] and mapping["has_line_numbers"] and
                   mapping["has_filenames"], f"mapping flags: {mapping}")
             inlined += s["count"]
@@ -83,7 +86,7 @@ def hot_function(argv, expect):
 
 def test_cxx_template_and_namespace_demangled():
     agent, system = hot_function(
-        [workload("templates"), "3"],
+        [workload("templates"), "3cpu"],
         "ignis_test::codec::Mixer<unsigned long>::churn(unsigned long)")
     check(system == {"_ZN10ignis_test5codec5MixerImE5churnEm"},
           f"system_name should keep the mangled name: {system}")
@@ -93,10 +96,10 @@ def test_cxx_template_and_namespace_demangled():
 
 
 def test_rust_names_demangled_legacy_and_v0():
-    _, legacy = hot_function([workload("rustnames-legacy"), "3"], "rustnames::net::poll_hot")
+    _, legacy = hot_function([workload("rustnames-legacy"), "3cpu"], "rustnames::net::poll_hot")
     check(all(n.startswith("_ZN9rustnames3net8poll_hot17h") for n in legacy),
           f"legacy system names: {legacy}")
-    _, v0 = hot_function([workload("rustnames-v0"), "3"], "rustnames::net::poll_hot")
+    _, v0 = hot_function([workload("rustnames-v0"), "3cpu"], "rustnames::net::poll_hot")
     check(all(n.startswith("_RNv") for n in v0), f"v0 system names: {v0}")
 
 
@@ -118,7 +121,7 @@ def _stripped_copy(folder, debuglink=True):
 
 
 def _named_through_debug_file(binary, agent_args=()):
-    agent, _, pid = run_with_agent([binary, "3"], agent_args=agent_args)
+    agent, _, pid = run_with_agent([binary, "3cpu"], agent_args=agent_args)
     return agent, _share_named(agent, pid)
 
 
@@ -182,12 +185,12 @@ def test_jit_code_named_from_perf_map_also_in_a_pid_namespace():
     for one address wins, a malformed line is skipped and counted), its caller from the
     binary; inside a new pid namespace the map is found by the process's own pid (NSpid),
     here 1."""
-    share, path, agent = _jit_run([workload("jit"), "3"])
+    share, path, agent = _jit_run([workload("jit"), "3cpu"])
     check(share > 0.8, f"{share:.0%} of the JIT samples named:\n{agent.stderr()[-1500:]}")
     check(re.search(r"window seq=\d+ .*", agent.stderr()), "no window lines")
     check("1 malformed" in agent.stderr(), "the malformed map line was not counted")
     share, path, agent = _jit_run(["unshare", "--pid", "--fork", "--mount-proc",
-                                   workload("jit"), "3"], child_of_unshare=True)
+                                   workload("jit"), "3cpu"], child_of_unshare=True)
     check(path == "/tmp/perf-1.map", f"the workload wrote {path}")
     check(share > 0.8, f"in a pid namespace, {share:.0%} named:\n{agent.stderr()[-1500:]}")
 
@@ -253,7 +256,7 @@ def test_debuginfod_fetches_off_the_drain_path():
         total = named = 0
         for s in p.samples(pid=proc.pid):
             total += s["count"]
-            named += s["count"] if p.frames(s)[:2] == ["mix_inlined", "spin_caller"] else 0
+            named += s["count"] if p.user_frames(s)[:2] == ["mix_inlined", "spin_caller"] else 0
         if total > 50 and named > 0.8 * total:
             named_windows += 1
     check(named_windows >= 2, f"only {named_windows} windows named after the fetch:\n"
@@ -305,13 +308,13 @@ def test_go_method_names():
     """A Go binary: its hot method named as Go spells it, main.(*Mixer).Churn, on a stack that
     reaches runtime.main. (Churn is a frameless leaf: its caller main.run comes from the
     unwind rows of Go's pcsp tables, tests/integration/test_go.py.)"""
-    agent, _, pid = run_with_agent([workload("gomethods"), "3"])
+    agent, _, pid = run_with_agent([workload("gomethods"), "3cpu"])
     total = hot = 0
     for prof in profiles_of(agent):
         for s in prof.samples(pid=pid):
             total += s["count"]
-            frames = prof.frames(s)
-            if frames[0] == "main.(*Mixer).Churn" and "runtime.main" in frames:
+            frames = prof.user_frames(s)
+            if frames[:1] == ["main.(*Mixer).Churn"] and "runtime.main" in frames:
                 hot += s["count"]
     check(total > 100, f"only {total} samples of the Go workload")
     check(hot > 0.8 * total, f"{hot} of {total} samples in main.(*Mixer).Churn")
@@ -323,7 +326,7 @@ def _share_named(agent, pid, leaf=("mix_inlined", "spin_caller")):
     for prof in profiles_of(agent):
         for s in prof.samples(pid=pid):
             total += s["count"]
-            if prof.frames(s)[:len(leaf)] == list(leaf):
+            if prof.user_frames(s)[:len(leaf)] == list(leaf):  # under any interrupt
                 named += s["count"]
     check(total > 100, f"only {total} samples:\n{agent.stderr()[-1500:]}")
     return named / total
@@ -355,7 +358,7 @@ def test_deleted_replaced_and_memfd_binaries_are_named():
     d = tmpdir("ignis-odd-")
     deleted = os.path.join(d, "deleted")
     shutil.copy(workload("inlined"), deleted)
-    agent, pid = _profile_started([deleted, "3"], lambda p: os.unlink(deleted))
+    agent, pid = _profile_started([deleted, "3cpu"], lambda p: os.unlink(deleted))
     share = _share_named(agent, pid)
     check(share > 0.8, f"deleted binary: {share:.0%} named")
 
@@ -366,14 +369,14 @@ def test_deleted_replaced_and_memfd_binaries_are_named():
         other = os.path.join(d, "other")
         shutil.copy(workload("burn"), other)
         os.rename(other, replaced)
-    agent, pid = _profile_started([replaced, "3"], replace)
+    agent, pid = _profile_started([replaced, "3cpu"], replace)
     share = _share_named(agent, pid)
     check(share > 0.8, f"replaced binary: {share:.0%} named")
 
     script = ("import os, sys\n"
               "fd = os.memfd_create('inlined-memfd', 0)\n"
               f"os.write(fd, open({workload('inlined')!r}, 'rb').read())\n"
-              "os.execv(f'/proc/self/fd/{fd}', ['inlined-memfd', '3'])\n")
+              "os.execv(f'/proc/self/fd/{fd}', ['inlined-memfd', '3cpu'])\n")
     agent, pid = _profile_started(["python3", "-c", script])
     share = _share_named(agent, pid)
     check(share > 0.8, f"memfd binary: {share:.0%} named")
@@ -413,7 +416,7 @@ def test_container_root_binary_and_debug_file_inside_it():
     shutil.copy(workload("burn"), inner)
     try:
         agent = Agent(interval=5).wait_ready()
-        proc = spawn(["unshare", "--mount", "--pid", "--fork", f"--root={root}", inner, "2"])
+        proc = spawn(["unshare", "--mount", "--pid", "--fork", f"--root={root}", inner, "2cpu"])
         pid = child_of(proc)
         _, err = wait_exit(proc, 60)
         check(proc.returncode == 0, f"the container's process failed: {err}")
@@ -449,7 +452,7 @@ def test_node_perf_basic_prof_names_javascript():
     for prof in profiles_of(agent):
         for s in prof.samples(pid=proc.pid):
             total += s["count"]
-            if any("hotLoop" in f for f in prof.frames(s)[:3]):
+            if any("hotLoop" in f for f in prof.user_frames(s)[:3]):
                 named += s["count"]
     check(total > 100, f"only {total} samples of node")
     check(named > 0.5 * total, f"{named} of {total} node samples name hotLoop:\n"

@@ -160,10 +160,12 @@ def test_wrong_version_dropped_not_retried():
         finish(procs)
         time.sleep(4.5)
         # The agent keeps sending this host's other processes, and /metrics shows the
-        # counters as of the last window's end: read it one window (2 s) after a first look
-        # at the receiver, and before a second.
+        # counters as of the last window's end: read it once two more windows are written
+        # after a first look at the receiver (the first of them published the counters at
+        # its start, perhaps before that look; waited for, not slept: a busy host delays a
+        # window's end), and before a second look.
         before = len([c for c in rx.calls() if c["status"] == 400])
-        time.sleep(2.5)
+        agent.wait_windows(len(agent.windows()) + 2)
         text = metrics(port)
         calls = rx.calls()
         stop_agent(agent)

@@ -97,8 +97,9 @@ def test_unavailable_then_ok_and_invalid_argument():
         pids = {n: p.pid for n, p in procs.items()}
         finish(procs)
         # The services' last window closes within one interval (2 s) of their exit: after
-        # two, the local profiles hold all their samples and the agent keeps running.
-        time.sleep(4.5)
+        # two more windows (waited for, not slept: a busy host delays a window's end), the
+        # local profiles hold all their samples and the agent keeps running.
+        agent.wait_windows(len(agent.windows()) + 2)
         local = local_totals(agent, pids.values())
         want = {t: per[pids["parca-kept"]] for t, per in local.items() if pids["parca-kept"] in per}
         refused_windows = {t for t, per in local.items() if pids["parca-refused"] in per}

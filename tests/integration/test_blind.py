@@ -9,6 +9,7 @@ import subprocess
 import time
 
 from harness import check, path, pprof_json, spawn, tmpdir, wait_exit, workload
+from test_operate import free_port
 
 NOBODY = 61000  # a user that owns nothing
 
@@ -65,27 +66,29 @@ def _window_sums(log, keys):
     return out
 
 
-METRICS = "127.0.0.1:19431"
-
-
 def _blind_run(prefix, out):
     """A root `burn` (every capability) profiled by the agent started through `prefix`.
     Returns (agent's stderr, burn's pid, its /metrics after two windows)."""
     import urllib.request
-    w = spawn([workload("burn"), "6"])
+    # A free port, not a fixed one: whatever else the host runs (a benchmark's agent, a
+    # previous run's leftover) may hold any given port.
+    metrics_address = f"127.0.0.1:{free_port()}"
+    # Two threads for the whole of the agent's 5 s (and its start-up): on a host whose other
+    # work takes half the CPUs, one thread's samples came close to the 200 judged.
+    w = spawn([workload("burn"), "8", "2"])
     time.sleep(0.3)
     # The debug log to a file: a pipe nobody reads while /metrics is polled would fill up.
     log_path = os.path.join(tmpdir("ignis-log-"), "agent.log")
     log = open(log_path, "w")
     agent = spawn(prefix + [path("ignis"), "--output-dir", out, "--interval", "2",
                             "--duration", "5", "--log-level", "debug",
-                            "--metrics-address", METRICS], stdout=subprocess.DEVNULL,
+                            "--metrics-address", metrics_address], stdout=subprocess.DEVNULL,
                   stderr=log)
     metrics = "never reached"
     while agent.poll() is None:  # until two windows are in, while the agent runs
         time.sleep(0.3)
         try:
-            with urllib.request.urlopen(f"http://{METRICS}/metrics", timeout=5) as r:
+            with urllib.request.urlopen(f"http://{metrics_address}/metrics", timeout=5) as r:
                 metrics = r.read().decode()
         except OSError as e:
             metrics = f"unreachable: {e}"

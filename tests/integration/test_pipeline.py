@@ -143,13 +143,18 @@ def test_kernel_frames_leafward_of_user_frames():
             continue
         if first_user < len(frames):
             user = frames[first_user:]
+            # The workload's own system calls: its reads, and (run for CPU time) its read of
+            # the thread's CPU clock once a millisecond, where a busy host preempts it too.
+            clock = user[user.index("thread_cpu_ns"):][:4] if "thread_cpu_ns" in user[:3] \
+                else []
             if any(f.startswith(("asm_sysvec_", "asm_common_interrupt")) for f in
                    frames[:first_user]):
                 # An interrupt taken in user mode: wherever the workload was.
-                check("do_reads" in user[:3] and "main" in user[:4],
+                check(is_subsequence(["do_reads", "main"], user[:6]),
                       f"user frames under an interrupt: {frames}")
             else:
-                check(user[:3] == ["sys_read", "do_reads", "main"],
+                check(user[:3] == ["sys_read", "do_reads", "main"] or
+                      clock == ["thread_cpu_ns", "until_over", "do_reads", "main"],
                       f"user frames under the kernel: {frames}")
             with_user += s["count"]
         if any("read" in f for f in frames[:first_user]):

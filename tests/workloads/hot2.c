@@ -6,7 +6,7 @@
  * not alias with the sampling period: the main thread under
  * main -> run_threads -> worker -> phase_a -> hot_a, the other under start_thread -> worker.
  * SECONDS of wall time; with "cpu" after the number (6cpu), SECONDS of each thread's CPU time
- * (wall time capped at four times that): the samples a test judges then do not depend on
+ * (wall time capped at ten times that): the samples a test judges then do not depend on
  * what else the machine runs.
  */
 #include <pthread.h>
@@ -82,7 +82,7 @@ static int done(uint64_t start_cpu, uint64_t end)
 NOINLINE static void *worker(void *arg)
 {
 	uint64_t start_cpu = thread_cpu_ns(), rng;
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9) * (cpu_seconds ? 4 : 1);
+	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9) * (cpu_seconds ? 10 : 1);
 
 	(void)arg;
 	rng = (uintptr_t)&end;

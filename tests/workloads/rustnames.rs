@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // rustnames [SECONDS[cpu]]: a Rust function for the demangler, rustnames::net::poll_hot, built
 // once with the legacy mangling and once with v0 (tests/tests.mk). SECONDS of wall time, or
-// with "cpu" (3cpu) of CPU time capped at four times that on the clock (as workload.h's
+// with "cpu" (3cpu) of CPU time capped at ten times that on the clock (as workload.h's
 // until_start()).
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,7 @@ fn main() {
     let cpu = arg.ends_with("cpu");
     let seconds: f64 = arg.trim_end_matches("cpu").parse().unwrap_or(3.0);
     let run = Duration::from_secs_f64(seconds);
-    let end = Instant::now() + if cpu { run * 4 } else { run };
+    let end = Instant::now() + if cpu { run * 10 } else { run };
     let cpu_end = thread_cpu() + run;
     let mut next_check = Instant::now();
     let mut x = 1u64;

@@ -2,7 +2,7 @@
 
 // gomethods [SECONDS[cpu]]: Go names for the symbolizer: the hot loop is a method with a
 // pointer receiver, main.(*Mixer).Churn, called from main.run. SECONDS of wall time, or with
-// "cpu" (3cpu) of the process's CPU time capped at four times that on the clock (as
+// "cpu" (3cpu) of the process's CPU time capped at ten times that on the clock (as
 // workload.h's until_start()).
 package main
 
@@ -42,7 +42,7 @@ func run(seconds float64, cpu bool) uint64 {
 	end := time.Now().Add(run)
 	cpuEnd := cpuTime() + run
 	if cpu {
-		end = time.Now().Add(4 * run)
+		end = time.Now().Add(10 * run)
 	}
 	var sink uint64
 	for n := 1; time.Now().Before(end); n++ {

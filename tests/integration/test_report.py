@@ -30,16 +30,7 @@ def recording():
     atexit.register(shutil.rmtree, out, True)
     agent = Agent(interval=1, out=out).wait_ready()
     runs = []
-    # A warm-up under another name (the report selects --comm hot2): the unwind tables of
-    # hot2's files are built on its first samples, and until they are in, the walks out of
-    # libc (its clock reads) end in [truncated]. On a busy host that took all of a first run
-    # (5 % of its samples without worker, none in the next): a "change" between two equal
-    # runs. What is judged here is the report and the diff, not how soon tables arrive.
-    warm = os.path.join(tempfile.mkdtemp(prefix="ignis-report-warm-"), "hot2-warmup")
-    atexit.register(shutil.rmtree, os.path.dirname(warm), True)
-    shutil.copy(workload("hot2"), warm)
-    wait_exit(spawn([warm, "1cpu"]), 60)
-    time.sleep(GAP)
+    time.sleep(GAP / 2)
     # hot2 for RUN_SECONDS of CPU time (not of wall time: as many samples on a busy host);
     # each run's range is taken from the clock around it.
     cpu = f"{RUN_SECONDS}cpu"

@@ -74,8 +74,7 @@ static int cpu_seconds; /* seconds is of each thread's CPU time, not of wall tim
 static int done(uint64_t start_cpu, uint64_t end)
 {
 	if (cpu_seconds)
-		return thread_cpu_ns() - start_cpu >= (uint64_t)(seconds * 1e9) ||
-		       mono_ns() >= end;
+		return thread_cpu_ns() - start_cpu >= (uint64_t)(seconds * 1e9) || mono_ns() >= end;
 	return mono_ns() >= end;
 }
 

@@ -99,7 +99,7 @@ def test_deep_chain_without_frame_pointers_matches_perf_dwarf():
     # lld packs segments: the executable one begins mid-page after the read-only one, and
     # its mapping's file offset lies in the read-only segment (the load bias must come from
     # the segment the mapping maps, or every row is read 4 KiB off).
-    lld_agent, _, lld_pid = run_with_agent([workload("deep-lld"), "3"], agent_args=DWARF)
+    lld_agent, _, lld_pid = run_with_agent([workload("deep-lld"), "3cpu"], agent_args=DWARF)
     lld, lld_total, lld_other = share_with_chain(ignis_stacks(lld_agent, lld_pid, True),
                                                  DEEP_CHAIN)
     check(lld >= 0.95, f"linked by lld: the whole chain on {lld:.1%} of {lld_total} "

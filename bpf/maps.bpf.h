@@ -110,7 +110,8 @@ struct events_map {
 
 struct unwind_rows_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* sized by the agent (--unwind-table-size) */
+	__uint(max_entries, 1);		   /* sized by the agent (--unwind-table-size) */
+	__uint(map_flags, BPF_F_MMAPABLE); /* the agent writes tables through a mapping */
 	__type(key, __u32);
 	__type(value, struct ignis_unwind_row);
 };

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""hot.py SECONDS [cpu|wall]: a hot pure-Python function two calls below the module,
+"""hot.py SECONDS [cpu|wall|gate]: a hot pure-Python function two calls below the module,
 <module> -> main -> work -> hot, for SECONDS of this thread's CPU time (cpu, the default:
-the same number of samples however busy the host is) or of wall time (wall).
+the same number of samples however busy the host is) or of wall time (wall). gate: CPU
+time, once a line comes on stdin: until then main() waits on half a CPU (busy 5 ms, idle
+5 ms: its samples announce the process to the agent), and that wait counts as start-up.
 
 Prints one JSON line at the end: the process's CPU time before main() ran (the
 interpreter's start-up and the module's imports, whose samples cannot show hot), the CPU time
@@ -9,6 +11,7 @@ spent in work(), and the whole process's CPU time when done, in seconds. The lin
 reads are marked: HOT_FIRST / HOT_LAST bound hot's body, CALL_* are the call sites.
 """
 import json
+import select
 import sys
 import time
 
@@ -34,10 +37,18 @@ def work(seconds, clock):
 def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
     clock = time.monotonic if len(sys.argv) > 2 and sys.argv[2] == "wall" else time.thread_time
+    startup_cpu = STARTUP_CPU
+    if len(sys.argv) > 2 and sys.argv[2] == "gate":
+        while not select.select([sys.stdin], [], [], 0.005)[0]:
+            end = time.thread_time() + 0.005
+            while time.thread_time() < end:
+                pass
+        sys.stdin.readline()
+        startup_cpu = time.process_time()
     t0 = time.process_time()
     work(seconds, clock)  # CALL_WORK
     t1 = time.process_time()
-    print(json.dumps({"startup_cpu": STARTUP_CPU, "work_cpu": t1 - t0, "total_cpu": t1,
+    print(json.dumps({"startup_cpu": startup_cpu, "work_cpu": t1 - t0, "total_cpu": t1,
                       "version": "%d.%d" % sys.version_info[:2]}), flush=True)
 
 

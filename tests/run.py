@@ -35,7 +35,7 @@ class Results:
         else:
             self.failed.append(name)
             print(f"FAIL {name}{took}", flush=True)
-            for line in detail.rstrip().splitlines()[-40:]:
+            for line in detail.rstrip().splitlines()[-160:]:
                 print(f"     {line}", flush=True)
 
 
@@ -149,7 +149,7 @@ def integration_tests(results, build, only):
                 fn()
                 results.record(full, True, seconds=time.monotonic() - start)
             except Exception:
-                results.record(full, False, traceback.format_exc(),
+                results.record(full, False, traceback.format_exc() + harness.agent_logs(),
                                time.monotonic() - start)
             finally:
                 harness.cleanup()

@@ -16,6 +16,7 @@ ROOT = None
 BUILD = None
 _procs = []
 _tmpdirs = []
+_agents = []
 
 
 def configure(root, build):
@@ -56,8 +57,25 @@ def cleanup():
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+    _agents.clear()
     while _tmpdirs:
         shutil.rmtree(_tmpdirs.pop(), ignore_errors=True)
+
+
+def agent_logs(lines=60):
+    """The end of the log of each agent the running test started, without libbpf's loading
+    chatter: printed under a failure, so that a clean-clone CI's failure says what the agent
+    saw (its logs are removed with the test's folders)."""
+    out = []
+    for agent in _agents:
+        try:
+            text = agent.stderr()
+        except OSError:
+            continue
+        kept = [line[:240] for line in text.splitlines() if not line.startswith("libbpf: ")]
+        out.append(f"--- agent {' '.join(agent.argv[1:])}: last {min(lines, len(kept))} of "
+                   f"{len(kept)} lines\n" + "\n".join(kept[-lines:]))
+    return "\n".join(out)
 
 
 atexit.register(cleanup)
@@ -102,6 +120,7 @@ class Agent:
         self.log = open(self.log_path, "w")
         self.proc = spawn(self.argv, stdout=subprocess.PIPE, stderr=self.log)
         self.returncode = None
+        _agents.append(self)
 
     def wait_ready(self, timeout=30):
         """Wait until BPF is attached (the agent says it is profiling)."""

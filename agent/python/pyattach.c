@@ -413,8 +413,10 @@ static bool has(const int32_t *c, int n, int32_t v)
 /*
  * Where a thread finds its state: the offset, from its fs base (its struct pthread), of
  * the data of specific_1stblock[0]. The main thread's struct pthread must hold its state in
- * one slot; every other thread's must agree where it holds its own (a thread state between
- * its creation and its thread's start, or in its thread's exit, is in none and is let be).
+ * one slot; every other thread's must agree where it holds its own. A thread state between
+ * its creation and its thread's start, or in its thread's exit, is let be: it is in no slot,
+ * and its thread_id may be no struct pthread yet (0 until the thread binds it, 3.12+) or any
+ * more (the thread's stack reused).
  */
 static enum py_attach_result find_tss_data(struct attach *a, const struct tstate *ts, size_t nr)
 {
@@ -431,10 +433,7 @@ static enum py_attach_result find_tss_data(struct attach *a, const struct tstate
 			    "the main thread's state is in no TSS slot of its struct pthread");
 	for (j = 0; j + 1 < nr; j++) {
 		m = tss_candidates(a, &ts[j], other);
-		if (m < 0)
-			return fail(a, PY_ATTACH_TLS_UNSUPPORTED,
-				    "thread_id is no glibc struct pthread");
-		if (m == 0 || ts[j].thread_id == main_ts->thread_id)
+		if (m <= 0 || ts[j].thread_id == main_ts->thread_id)
 			continue;
 		for (i = 0, k = 0; i < n; i++)
 			if (has(other, m, cand[i]))

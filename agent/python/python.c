@@ -14,7 +14,10 @@
 #include "python.h"
 
 /* Attach again while an interpreter starts: every 20 ms for a second, then every 250 ms,
- * until 10 s after the image was first seen. */
+ * until 10 s after the image was first seen. Not only "not ready": an interpreter caught
+ * half-way through its start-up, or one of its threads half-way through being created,
+ * reads as a mismatch for an instant (a thread state not bound to its thread yet, a frame
+ * being pushed, the TSS key being written), so only what cannot change is final at once. */
 #define RETRY_FAST_NS	 (20 * NSEC_PER_MSEC)
 #define RETRY_SLOW_NS	 (250 * NSEC_PER_MSEC)
 #define RETRY_FAST_UNTIL (1 * NSEC_PER_SEC)
@@ -212,6 +215,14 @@ static bool maps_libpython(const struct proc_image *img)
 	return false;
 }
 
+/* A result that may be the interpreter's start-up, or a thread's, caught in a moment: try
+ * again. Not Python, an unsupported version and a free-threaded build do not change. */
+static bool may_pass_later(enum py_attach_result r)
+{
+	return r == PY_ATTACH_NOT_READY || r == PY_ATTACH_LAYOUT_MISMATCH ||
+	       r == PY_ATTACH_TLS_UNSUPPORTED || r == PY_ATTACH_READ_FAULT;
+}
+
 static void try_attach(struct python *py, struct py_image *pi, const struct proc_image *img)
 {
 	struct ignis_py_proc v;
@@ -247,7 +258,7 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 		}
 	}
 	pi->last = r;
-	if (r == PY_ATTACH_NOT_READY && now - pi->first_ns < RETRY_UNTIL) {
+	if (may_pass_later(r) && now - pi->first_ns < RETRY_UNTIL) {
 		pi->state = PY_PENDING;
 		pi->next_ns = now + (now - pi->first_ns < RETRY_FAST_UNTIL ? RETRY_FAST_NS :
 									     RETRY_SLOW_NS);

@@ -36,7 +36,8 @@ struct python_opts {
 struct python_stats {
 	uint64_t seen;			/* process images that run CPython */
 	uint64_t results[PY_ATTACH_NR]; /* final attach results, by reason (OK: attached) */
-	uint64_t retries;		/* attach attempts again after "not ready" */
+	uint64_t retries;		/* attach attempts again (not ready, or a mismatch
+					 * while it starts) */
 	uint64_t attached;		/* images attached now */
 	uint64_t publish_errors;	/* py_procs updates that failed (full) */
 	uint64_t code_events;		/* code objects announced by the walker */

@@ -4,6 +4,9 @@
 the same number of samples however busy the host is) or of wall time (wall). gate: CPU
 time, once a line comes on stdin: until then main() waits on half a CPU (busy 5 ms, idle
 5 ms: its samples announce the process to the agent), and that wait counts as start-up.
+gate-unbound: as gate, after making a thread state of the main interpreter that no thread is
+bound to (_PyThreadState_Prealloc(): what threading does before the new thread runs; its
+thread_id is 0 on 3.12+) and printing "ready": the agent's first look at the process finds it.
 
 Prints one JSON line at the end: the process's CPU time before main() ran (the
 interpreter's start-up and the module's imports, whose samples cannot show hot), the CPU time
@@ -38,7 +41,16 @@ def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
     clock = time.monotonic if len(sys.argv) > 2 and sys.argv[2] == "wall" else time.thread_time
     startup_cpu = STARTUP_CPU
-    if len(sys.argv) > 2 and sys.argv[2] == "gate":
+    if len(sys.argv) > 2 and sys.argv[2] == "gate-unbound":
+        import ctypes
+        api = ctypes.pythonapi
+        api.PyInterpreterState_Main.restype = ctypes.c_void_p
+        api._PyThreadState_Prealloc.restype = ctypes.c_void_p
+        api._PyThreadState_Prealloc.argtypes = [ctypes.c_void_p]
+        if not api._PyThreadState_Prealloc(api.PyInterpreterState_Main()):
+            sys.exit("_PyThreadState_Prealloc failed")
+        print("ready", flush=True)
+    if len(sys.argv) > 2 and sys.argv[2].startswith("gate"):
         while not select.select([sys.stdin], [], [], 0.005)[0]:
             end = time.thread_time() + 0.005
             while time.thread_time() < end:

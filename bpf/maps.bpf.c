@@ -15,6 +15,10 @@ const volatile struct ignis_config cfg = {};
 
 __u32 gen = 0;
 
+/* Written by every CPU that may wake the agent (bpf/maps.bpf.h, events_flags()): a cache line
+ * of its own, away from gen, which every sample reads. */
+__u64 events_woken_ns __attribute__((aligned(64))) = 0;
+
 /* The two generations: the agent flips `gen` between them and drains the idle one. */
 struct stacks_map stacks_0 SEC(".maps"), stacks_1 SEC(".maps");
 struct counts_map counts_0 SEC(".maps"), counts_1 SEC(".maps");

@@ -33,6 +33,9 @@ extern const volatile struct ignis_config cfg;
 /* The generation the sampler writes; flipped by the agent (agent/collect/sampler.c). */
 extern __u32 gen;
 
+/* CLOCK_MONOTONIC of the last event written with the default flags (events_flags()). */
+extern __u64 events_woken_ns;
+
 /* ---- Map types: one definition each, for the declarations here and the definitions in
  * bpf/maps.bpf.c. The agent sizes every map marked so before load. */
 
@@ -107,7 +110,8 @@ struct events_map {
 
 struct unwind_rows_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* sized by the agent (--unwind-table-size) */
+	__uint(max_entries, 1);		   /* sized by the agent (--unwind-table-size) */
+	__uint(map_flags, BPF_F_MMAPABLE); /* the agent writes tables through a mapping */
 	__type(key, __u32);
 	__type(value, struct ignis_unwind_row);
 };
@@ -294,6 +298,22 @@ static __always_inline __u32 read_gen(void)
 }
 
 /*
+ * The ring buffer flags of an event written now: none, the kernel's default (wake the agent
+ * if it has read every event before this one), if no event took that default in the last
+ * IGNIS_EVENTS_WAKEUP_GAP_NS; else no wakeup: the agent reads it within that gap of the
+ * events it read last (see profiler.h). Two CPUs may both take the default: harmless.
+ */
+static __always_inline __u64 events_flags(void)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (now - *(volatile __u64 *)&events_woken_ns < IGNIS_EVENTS_WAKEUP_GAP_NS)
+		return BPF_RB_NO_WAKEUP;
+	*(volatile __u64 *)&events_woken_ns = now;
+	return 0;
+}
+
+/*
  * Store the stack under its id in the generation's maps, in parts (struct ignis_stack_part):
  * the parts after the first in its tails map, then the first in stacks, which tells that
  * the stack is whole. Part 0 has a map of its own, sized for every stack a window can bring,
@@ -442,7 +462,7 @@ static __always_inline void announce_mapping(__u32 g, struct cpu_state *cs,
 	ev->start = start;
 	ev->end = end;
 	ev->offset = offset;
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, events_flags());
 	stat_inc(g, STAT_MAPPING_EVENTS);
 	i = cs->sent_next++ & (MAPPINGS_SENT - 1);
 	sent = &cs->sent[i];
@@ -590,7 +610,7 @@ static __always_inline __u64 py_code_serial(const struct ignis_py_code_key *key,
 				       py_u64(py->co, IGNIS_PY_CODE_READ, py->l.code_name));
 	ev->file_len = (__u16)py_ascii(py, ev->file, sizeof(ev->file),
 				       py_u64(py->co, IGNIS_PY_CODE_READ, py->l.code_filename));
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, events_flags());
 	stat_inc(g, STAT_PY_CODES_NEW);
 	return serial;
 }

@@ -51,6 +51,18 @@
 #endif
 
 /*
+ * The events ring buffer wakes the agent at most once per this many nanoseconds
+ * (CLOCK_MONOTONIC): an event within this gap of the last one written with the default flags
+ * (which wake the agent unless it has events unread) is written without a wakeup, and the
+ * agent, after reading events, polls again this much later (sampler__poll()) to pick such
+ * events up. A wakeup is an irq_work self-interrupt in the
+ * sample's program: on a VM, an exit to the hypervisor that cost 7 us or more per announced
+ * process (docs/performance.md, section 1). 10 ms, a sampling period at 100 Hz: what the
+ * agent learns of a new process can come that much later.
+ */
+#define IGNIS_EVENTS_WAKEUP_GAP_NS 10000000ULL
+
+/*
  * A stack's id: a 128-bit hash of its frames (stack_hash128() in bpf/stack.bpf.h). Two
  * different stacks get the same id with probability 2^-128 per pair (about 10^-29 for a
  * window of 100 000 stacks), so an id names one stack without comparing frames. All zero

@@ -24,7 +24,7 @@ static __always_inline void emit_event(__u32 g, __u32 type, __u32 tgid, __u64 st
 	ev.exe_inode = BPF_CORE_READ(leader, mm, exe_file, f_inode, i_ino);
 	ev.exe_dev = BPF_CORE_READ(leader, mm, exe_file, f_inode, i_sb, s_dev);
 	BPF_CORE_READ_STR_INTO(&ev.comm, leader, comm);
-	*err = bpf_ringbuf_output(&events, &ev, sizeof(ev), 0);
+	*err = bpf_ringbuf_output(&events, &ev, sizeof(ev), events_flags());
 	if (*err)
 		stat_inc(g, STAT_EVENTS_LOST);
 }

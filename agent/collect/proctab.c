@@ -320,13 +320,22 @@ static struct sym_object *open_object(struct proctab *pt, int pid_fd, int *root_
 	return obj;
 }
 
-/* The last field of "NSpid:" in /proc/PID/status: the id in the innermost pid namespace. */
+/* The inode of the initial pid namespace (include/linux/proc_ns.h), fixed since Linux 3.8. */
+#define PROC_PID_INIT_INO 0xEFFFFFFCU
+
+/* The last field of "NSpid:" in /proc/PID/status: the id in the innermost pid namespace.
+ * A process of the initial pid namespace has no other id: a stat of its ns/pid link (a
+ * quarter of the cost of having the kernel format status, which takes the mm's lock for
+ * its memory figures) answers for most processes of a host. */
 static uint32_t read_nspid(int pid_fd, uint32_t tgid)
 {
 	char *status = NULL, *line, *last;
 	unsigned long v;
 	uint32_t nspid = tgid;
+	struct stat st;
 
+	if (!fstatat(pid_fd, "ns/pid", &st, 0) && st.st_ino == PROC_PID_INIT_INO)
+		return tgid;
 	if (procfs_read_file(pid_fd, "status", 65536, &status) < 0)
 		return tgid;
 	line = strstr(status, "\nNSpid:");

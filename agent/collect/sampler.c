@@ -78,8 +78,9 @@ struct sampler {
 	uint32_t max_tails;   /* entries of each generation's tails map */
 	uint32_t max_procs;   /* entries of procs */
 	uint32_t max_samples;
-	uint32_t max_offcpu; /* entries of each generation's off-CPU map */
-	bool unwinds;	     /* the table unwinder is loaded */
+	uint32_t max_offcpu;	 /* entries of each generation's off-CPU map */
+	bool unwinds;		 /* the table unwinder is loaded */
+	uint64_t events_read_ns; /* CLOCK_MONOTONIC after the last poll that read events */
 };
 
 /* libbpf's messages go through our logger; the verifier's log only at debug level. */
@@ -849,10 +850,28 @@ int sampler__poll(struct sampler *s, int timeout_ms, int wake_fd)
 		{ .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
 		{ .fd = wake_fd, .events = POLLIN },
 	};
+	uint64_t now = now_mono_ns(), until;
+	int n;
 
+	/* Events written within IGNIS_EVENTS_WAKEUP_GAP_NS of the one that woke us came
+	 * without a wakeup (bpf/profiler.h): look again when that gap has passed since the
+	 * last events were read (every event that woke us was read by then), plus a
+	 * millisecond for an event between its clock read and its commit. */
+	if (s->events_read_ns) {
+		until = s->events_read_ns + IGNIS_EVENTS_WAKEUP_GAP_NS + NSEC_PER_MSEC;
+		if (now < until) {
+			int left = (int)((until - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC);
+
+			if (timeout_ms < 0 || left < timeout_ms)
+				timeout_ms = left;
+		}
+	}
 	if (poll(fds, wake_fd >= 0 ? 2 : 1, timeout_ms) < 0)
 		return -errno;
-	return ring_buffer__consume(s->rb);
+	n = ring_buffer__consume(s->rb);
+	if (n > 0)
+		s->events_read_ns = now_mono_ns();
+	return n;
 }
 
 int sampler__stacks_fd(const struct sampler *s, unsigned int gen)

@@ -109,8 +109,9 @@ int sampler__flip(struct sampler *s, unsigned int *idle, uint64_t *at_ns) __must
 
 /*
  * Consume ring-buffer events, waiting up to timeout_ms for some, or for wake_fd (-1: none)
- * to turn readable, whichever comes first. Returns events handled (0 after a timeout or a
- * wakeup) or -errno (-EINTR on a signal).
+ * to turn readable, whichever comes first; less long within IGNIS_EVENTS_WAKEUP_GAP_NS of
+ * reading events, when some may have come without a wakeup (bpf/profiler.h). Returns events
+ * handled (0 after a timeout or a wakeup) or -errno (-EINTR on a signal).
  */
 int sampler__poll(struct sampler *s, int timeout_ms, int wake_fd);
 

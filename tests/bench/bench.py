@@ -9,6 +9,7 @@ README's Performance section (between its bench markers).
 """
 import argparse
 import contextlib
+import ctypes
 import datetime
 import glob
 import json
@@ -482,10 +483,32 @@ def per_run_ns(progs, pid, name=None):
     return None
 
 
+def enable_stats_fd():
+    """A descriptor that keeps BPF run-time statistics on while it is open (the bpf()
+    command BPF_ENABLE_STATS, Linux 5.8), or None. Unlike the sysctl, it is counted: a
+    benchmark that ends elsewhere on the host and writes kernel.bpf_stats_enabled back to 0
+    does not stop this one's statistics (programs loaded after that had run_cnt 0)."""
+    nr = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
+    if nr is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(8)  # union bpf_attr's enable_stats: __u32 type
+    fd = libc.syscall(nr, 32, attr, 4)  # BPF_ENABLE_STATS, type BPF_STATS_RUN_TIME (0)
+    return fd if fd >= 0 else None
+
+
 @contextlib.contextmanager
 def bpf_stats():
-    """kernel.bpf_stats_enabled=1 for the block (run_cnt and run_time_ns of every program),
-    then the value it had."""
+    """BPF run-time statistics on for the block (run_cnt and run_time_ns of every program):
+    a BPF_ENABLE_STATS descriptor, which leaves the sysctl to whoever else set it; without
+    the command, kernel.bpf_stats_enabled=1, then the value it had."""
+    fd = enable_stats_fd()
+    if fd is not None:
+        try:
+            yield
+        finally:
+            os.close(fd)
+        return
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         saved = f.read().strip()
     try:

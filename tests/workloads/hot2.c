@@ -68,24 +68,14 @@ NOINLINE static void phase_b(uint64_t *rng)
 }
 
 static double seconds = 5;
-static int cpu_seconds; /* seconds is of each thread's CPU time, not of wall time */
-
-/* Whether the thread is done: its CPU time or the wall time is up. */
-static int done(uint64_t start_cpu, uint64_t end)
-{
-	if (cpu_seconds)
-		return thread_cpu_ns() - start_cpu >= (uint64_t)(seconds * 1e9) || mono_ns() >= end;
-	return mono_ns() >= end;
-}
 
 NOINLINE static void *worker(void *arg)
 {
-	uint64_t start_cpu = thread_cpu_ns(), rng;
-	uint64_t end = mono_ns() + (uint64_t)(seconds * 1e9) * (cpu_seconds ? 10 : 1);
+	struct until u = until_start(seconds); /* this thread's CPU time, with "cpu" */
+	uint64_t rng = (uintptr_t)&u;
 
 	(void)arg;
-	rng = (uintptr_t)&end;
-	while (!done(start_cpu, end)) {
+	while (!until_over(&u)) {
 		phase_a(&rng);
 		phase_b(&rng);
 	}
@@ -108,7 +98,6 @@ int main(int argc, char **argv)
 	int ret;
 
 	seconds = arg_seconds(argc, argv, 1, 5);
-	cpu_seconds = argc > 1 && strstr(argv[1], "cpu") != NULL;
 	if (argc > 2) {
 		double pct = atof(argv[2]);
 

@@ -289,13 +289,16 @@ def test_pyroscope_offcpu_series():
         for a in names["process_cpu"]:
             check([t for t, _ in a["profile"]["sample_type"]] == ["samples", "cpu"],
                   f"process_cpu types {a['profile']['sample_type']}")
+        # The local sums of the image that ran offcpu (the series' service_name is its
+        # executable's): the workload's first samples, before its exec (the test's fork),
+        # are another image's, under the same pid, in another series.
         sent = sum(s["values"][0] for a in names["offcpu"] for s in a["profile"]["samples"])
-        local = sum(offcpu_ns([pprof_json(p)], pid=pid) for p in agent.profiles())
+        local = sum(offcpu_ns([pprof_json(p)], pid=pid, comm="offcpu") for p in agent.profiles())
         want = sum(t["wall_ns"] - t["cpu_ns"] for t in threads)
         check(sent >= local > 0.9 * want, f"offcpu sent {sent}, local {local}, want {want}")
         cpu_sent = sum(s["values"][0] for a in names["process_cpu"]
                        for s in a["profile"]["samples"])
-        cpu_local = sum(pprof_json(p).total(pid=pid) for p in agent.profiles())
+        cpu_local = sum(pprof_json(p).total(pid=pid, comm="offcpu") for p in agent.profiles())
         check(cpu_sent >= cpu_local > 0, f"process_cpu sent {cpu_sent}, local {cpu_local}")
 
 

@@ -61,6 +61,7 @@ struct attach {
 	uint64_t bytes_type;
 	struct py_layout l;
 	struct py_interp *out;
+	bool changing; /* the failure read the process's changing state: out->changing */
 };
 
 struct tstate {
@@ -72,6 +73,16 @@ static enum py_attach_result fail(struct attach *a, enum py_attach_result r, con
 {
 	a->detail = detail;
 	return r;
+}
+
+/* A failure read from what the interpreter changes as it runs (its thread states, TSS
+ * slots and frames; a read that faulted on an address it gave): an instant of its
+ * start-up, or of a thread's, can make it, and a later attempt may pass. */
+static enum py_attach_result fail_changing(struct attach *a, enum py_attach_result r,
+					   const char *detail)
+{
+	a->changing = true;
+	return fail(a, r, detail);
 }
 
 /* The process is gone or denies us (READ_FAULT), unlike a bad address it gave (-EFAULT) or
@@ -196,8 +207,11 @@ static enum py_attach_result find_version(struct attach *a)
 
 	if (!symbol(a, "Py_Version", &addr, &size) && (size == 4 || size == 8)) {
 		err = pymem_read(a->pid, addr, &hex, sizeof(hex));
-		if (err)
+		if (gone(err))
 			return fail(a, PY_ATTACH_READ_FAULT, "Py_Version unreadable");
+		if (err)
+			return fail_changing(a, PY_ATTACH_LAYOUT_MISMATCH,
+					     "Py_Version unreadable (the mappings changed?)");
 		if (hex >> 24 != 3)
 			return fail(a, PY_ATTACH_LAYOUT_MISMATCH, "Py_Version is no 3.x");
 	}
@@ -294,7 +308,8 @@ static enum py_attach_result find_tss_key(struct attach *a)
 	if (tss[0] == 0)
 		return fail(a, PY_ATTACH_NOT_READY, "the TSS key is not created yet");
 	if (tss[0] != 1 || tss[1] >= PTHREAD_KEYS_MAX)
-		return fail(a, PY_ATTACH_LAYOUT_MISMATCH, "the TSS key does not check out");
+		return fail_changing(a, PY_ATTACH_LAYOUT_MISMATCH,
+				     "the TSS key does not check out");
 	if (tss[1] >= KEY_2NDLEVEL)
 		return fail(a, PY_ATTACH_TLS_UNSUPPORTED, "TSS key >= 32 (second-level block)");
 	a->out->tss_key = tss[1];
@@ -316,8 +331,9 @@ static enum py_attach_result thread_states(struct attach *a, struct tstate *ts, 
 		return fail(a, PY_ATTACH_NOT_READY, "no main interpreter yet");
 	err = read_u64(a, interp + a->l.interp_tstate_head, &t);
 	if (err)
-		return fail(a, gone(err) ? PY_ATTACH_READ_FAULT : PY_ATTACH_LAYOUT_MISMATCH,
-			    "the main interpreter is unreadable");
+		return fail_changing(a,
+				     gone(err) ? PY_ATTACH_READ_FAULT : PY_ATTACH_LAYOUT_MISMATCH,
+				     "the main interpreter is unreadable");
 	if (!t)
 		return fail(a, PY_ATTACH_NOT_READY, "no thread state yet");
 	*nr = 0;
@@ -330,8 +346,8 @@ static enum py_attach_result thread_states(struct attach *a, struct tstate *ts, 
 		if (gone(err))
 			return fail(a, PY_ATTACH_READ_FAULT, "a thread state is unreadable");
 		if (err || back != interp)
-			return fail(a, PY_ATTACH_LAYOUT_MISMATCH,
-				    "a thread state's interpreter is not the main one");
+			return fail_changing(a, PY_ATTACH_LAYOUT_MISMATCH,
+					     "a thread state's interpreter is not the main one");
 		/* Keep the first ones and the last (the main thread's). */
 		if (*nr < max) {
 			ts[(*nr)++] = (struct tstate){ t, thread_id };
@@ -341,11 +357,13 @@ static enum py_attach_result thread_states(struct attach *a, struct tstate *ts, 
 		count++;
 		err = read_u64(a, t + a->l.tstate_next, &t);
 		if (err)
-			return fail(a, gone(err) ? PY_ATTACH_READ_FAULT : PY_ATTACH_LAYOUT_MISMATCH,
-				    "a thread state's next is unreadable");
+			return fail_changing(
+				a, gone(err) ? PY_ATTACH_READ_FAULT : PY_ATTACH_LAYOUT_MISMATCH,
+				"a thread state's next is unreadable");
 	}
 	if (t)
-		return fail(a, PY_ATTACH_LAYOUT_MISMATCH, "too many thread states (a loop?)");
+		return fail_changing(a, PY_ATTACH_LAYOUT_MISMATCH,
+				     "too many thread states (a loop?)");
 	a->out->threads = count;
 	return PY_ATTACH_OK;
 }
@@ -427,10 +445,12 @@ static enum py_attach_result find_tss_data(struct attach *a, const struct tstate
 
 	n = tss_candidates(a, main_ts, cand);
 	if (n < 0)
-		return fail(a, PY_ATTACH_TLS_UNSUPPORTED, "thread_id is no glibc struct pthread");
+		return fail_changing(a, PY_ATTACH_TLS_UNSUPPORTED,
+				     "thread_id is no glibc struct pthread");
 	if (n == 0)
-		return fail(a, PY_ATTACH_TLS_UNSUPPORTED,
-			    "the main thread's state is in no TSS slot of its struct pthread");
+		return fail_changing(
+			a, PY_ATTACH_TLS_UNSUPPORTED,
+			"the main thread's state is in no TSS slot of its struct pthread");
 	for (j = 0; j + 1 < nr; j++) {
 		m = tss_candidates(a, &ts[j], other);
 		if (m <= 0 || ts[j].thread_id == main_ts->thread_id)
@@ -440,11 +460,11 @@ static enum py_attach_result find_tss_data(struct attach *a, const struct tstate
 				cand[k++] = cand[i];
 		n = k;
 		if (!n)
-			return fail(a, PY_ATTACH_TLS_UNSUPPORTED,
-				    "threads disagree on the TSS slot");
+			return fail_changing(a, PY_ATTACH_TLS_UNSUPPORTED,
+					     "threads disagree on the TSS slot");
 	}
 	if (n != 1)
-		return fail(a, PY_ATTACH_TLS_UNSUPPORTED, "the TSS slot is ambiguous");
+		return fail_changing(a, PY_ATTACH_TLS_UNSUPPORTED, "the TSS slot is ambiguous");
 	a->out->tss_data_off = cand[0];
 	return PY_ATTACH_OK;
 }
@@ -549,8 +569,8 @@ static enum py_attach_result check_frames(struct attach *a, uint64_t main_tstate
 			return fail(a, PY_ATTACH_READ_FAULT, "the process is gone");
 	}
 	if (n < 0)
-		return fail(a, PY_ATTACH_LAYOUT_MISMATCH,
-			    "a frame's code object does not check out");
+		return fail_changing(a, PY_ATTACH_LAYOUT_MISMATCH,
+				     "a frame's code object does not check out");
 	a->out->frames_checked = (uint32_t)n;
 	return PY_ATTACH_OK;
 }
@@ -598,6 +618,8 @@ enum py_attach_result py_attach_layout(pid_t pid, const struct proc_image *img,
 	if (!r)
 		out->layout = a.l;
 out:
+	/* READ_FAULT (gone, or denied) is final however it came. */
+	out->changing = r && r != PY_ATTACH_READ_FAULT && a.changing;
 	if (detail)
 		*detail = r ? a.detail : "attached";
 	return r;

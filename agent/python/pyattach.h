@@ -16,6 +16,7 @@
 #ifndef IGNIS_PYATTACH_H
 #define IGNIS_PYATTACH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -51,13 +52,19 @@ struct py_interp {
 	uint32_t threads;	 /* thread states seen at attach */
 	uint32_t frames_checked; /* main thread frames whose code object checked out */
 	const char *object;	 /* borrowed from img: the file that holds the interpreter */
+	bool changing;		 /* on a failure: it was read from what the interpreter
+				  * changes as it runs (thread states, TSS slots, frames), which
+				  * an instant of its start-up or of a thread's makes fail: try
+				  * again. False for what does not change (version, layout,
+				  * symbols) and for a process gone or denied. */
 	struct py_layout layout;
 };
 
 /*
  * Attach to the process image img (its captured mappings, borrowed, whose objects s
  * parses), reading its memory as pid (the host's pid of it). Returns PY_ATTACH_OK with *out
- * filled (out->object borrowed from img), or why not; *detail (may be NULL) gets a static
+ * filled (out->object borrowed from img), or why not (and out->changing: whether trying again
+ * may pass); *detail (may be NULL) gets a static
  * text saying more for the log. Reads at most a few hundred KiB; nothing read is trusted:
  * every loop and read is bounded.
  */

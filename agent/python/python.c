@@ -15,13 +15,15 @@
 
 /* Attach again while an interpreter starts: every 20 ms for a second, then every 250 ms,
  * until 10 s after the image was first seen. Not only "not ready": an interpreter caught
- * half-way through its start-up, or one of its threads half-way through being created,
- * reads as a mismatch for an instant (a thread state not bound to its thread yet, a frame
- * being pushed, the TSS key being written), so only what cannot change is final at once. */
+ * half-way through its start-up, or one of its threads half-way through being made, reads
+ * as a mismatch for an instant (a frame being pushed, a thread state not bound to its
+ * thread yet: py_interp.changing), so only what cannot change is final at once. */
 #define RETRY_FAST_NS	 (20 * NSEC_PER_MSEC)
 #define RETRY_SLOW_NS	 (250 * NSEC_PER_MSEC)
 #define RETRY_FAST_UNTIL (1 * NSEC_PER_SEC)
 #define RETRY_UNTIL	 (10 * NSEC_PER_SEC)
+/* Attempts python__poll() makes in one call: until this much time went (ns). */
+#define POLL_BUDGET_NS (20 * NSEC_PER_MSEC)
 
 _Static_assert(PY_LASTI_KIND_INT_BYTES == PY_LASTI_INT_BYTES &&
 		       PY_LASTI_KIND_INT_UNITS == PY_LASTI_INT_UNITS &&
@@ -33,7 +35,7 @@ _Static_assert(PY_ENTRY_KIND_EVAL == PY_ENTRY_EVAL && PY_ENTRY_KIND_FLAG == PY_E
 _Static_assert(PY_FIELD_NONE == IGNIS_PY_NONE, "the absent field of pylayout.h");
 
 enum py_state {
-	PY_PENDING,  /* not ready yet: attach again at next_ns */
+	PY_PENDING,  /* not ready, or caught changing: attach again at next_ns */
 	PY_ATTACHED, /* in py_procs */
 	PY_REFUSED,  /* not Python, or not supported: native frames only */
 	PY_GONE,     /* exited or exec'd: forgotten after gone_window is drained */
@@ -199,6 +201,9 @@ static void count_final(struct python *py, struct py_image *pi)
 {
 	if (pi->counted)
 		return;
+	/* Gone while it was being tried again: what it last showed was not final. */
+	if (pi->state == PY_PENDING)
+		pi->last = PY_ATTACH_NOT_READY;
 	pi->counted = true;
 	py->stats.results[pi->last]++;
 	if (pi->last != PY_ATTACH_NOT_PYTHON)
@@ -213,14 +218,6 @@ static bool maps_libpython(const struct proc_image *img)
 		if (img->maps[i].name && strstr(img->maps[i].name, "libpython"))
 			return true;
 	return false;
-}
-
-/* A result that may be the interpreter's start-up, or a thread's, caught in a moment: try
- * again. Not Python, an unsupported version and a free-threaded build do not change. */
-static bool may_pass_later(enum py_attach_result r)
-{
-	return r == PY_ATTACH_NOT_READY || r == PY_ATTACH_LAYOUT_MISMATCH ||
-	       r == PY_ATTACH_TLS_UNSUPPORTED || r == PY_ATTACH_READ_FAULT;
 }
 
 static void try_attach(struct python *py, struct py_image *pi, const struct proc_image *img)
@@ -258,7 +255,7 @@ static void try_attach(struct python *py, struct py_image *pi, const struct proc
 		}
 	}
 	pi->last = r;
-	if (may_pass_later(r) && now - pi->first_ns < RETRY_UNTIL) {
+	if ((r == PY_ATTACH_NOT_READY || pi->interp.changing) && now - pi->first_ns < RETRY_UNTIL) {
 		pi->state = PY_PENDING;
 		pi->next_ns = now + (now - pi->first_ns < RETRY_FAST_UNTIL ? RETRY_FAST_NS :
 									     RETRY_SLOW_NS);
@@ -309,6 +306,8 @@ void python__captured(struct python *py, const struct proc_image *img)
 		    (pi->last != PY_ATTACH_NOT_PYTHON || !maps_libpython(img)))) {
 		/* Refused for good, unless a libpython was loaded since (an embedder). */
 		return;
+	} else if (pi->state == PY_PENDING && now_mono_ns() < pi->next_ns) {
+		return; /* captured again (a library mapped) before its next attempt */
 	}
 	try_attach(py, pi, img);
 }
@@ -375,18 +374,22 @@ int python__poll(struct python *py)
 	struct hashmap_entry *e;
 	uint64_t now = now_mono_ns(), next = UINT64_MAX;
 	struct py_image *pi;
+	bool spent = false;
 
 	/* The proctab holds the image (its mappings as last captured). */
 	hashmap__for_each(&py->images, e) {
 		pi = e->value;
 		if (pi->state != PY_PENDING)
 			continue;
-		if (pi->next_ns <= now) {
+		/* Many images due at once (a burst of interpreters, or processes that never
+		 * check out) take turns: the main loop goes on between the turns. */
+		if (pi->next_ns <= now && !spent &&
+		    !(spent = now_mono_ns() - now > POLL_BUDGET_NS)) {
 			const struct proc_image *img = proctab__find(py->opts.proctab, &pi->id);
 
 			if (!img) {
+				count_final(py, pi); /* gone while pending */
 				pi->state = PY_REFUSED;
-				count_final(py, pi);
 				continue;
 			}
 			try_attach(py, pi, img);

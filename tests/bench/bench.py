@@ -148,6 +148,16 @@ class Ignis:
         self.out = tempfile.mkdtemp(dir=TMP)
         self.log = os.path.join(self.out, "agent.log")
         opts = [("--frequency", hz), ("--interval", interval), ("--log-level", log_level)]
+        # Below debug level the table builds are not logged: the settling is read from
+        # /metrics instead (its own address when the caller gave none).
+        self.metrics_port = None
+        if log_level != "debug":
+            if "--metrics-address" in extra:
+                self.metrics_port = int(extra[extra.index("--metrics-address") + 1]
+                                        .rsplit(":", 1)[1])
+            else:
+                self.metrics_port = free_port()
+                extra = (*extra, "--metrics-address", f"127.0.0.1:{self.metrics_port}")
         self.proc = spawn([IGNIS, *(x for o, v in opts if v is not None for x in (o, str(v))),
                            "--output-dir", self.out, *extra], stderr=open(self.log, "w"))
         # 120 s: with every CPU busy (the upload section's 192 spinning processes, on a host
@@ -174,6 +184,9 @@ class Ignis:
         and the wait would last its limit (30 s) at every start."""
         deadline = time.monotonic() + limit
         since = time.monotonic()
+        if self.metrics_port:
+            self.settle_by_metrics(quiet, deadline)
+            return
         # Only the new bytes are read: reading and searching the whole log would make this
         # process the busiest on the host, and the agent would profile (and symbolize) it.
         with open(self.log, "rb") as f:
@@ -189,6 +202,25 @@ class Ignis:
                 elif time.monotonic() - since >= quiet:
                     return
                 time.sleep(0.25)
+
+    SETTLING = ("ignis_unwind_tables_built_total", "ignis_unwind_table_errors_total",
+                "ignis_unwind_tables_rebuilt_total")
+
+    def settle_by_metrics(self, quiet, deadline):
+        """settle() for an agent below debug level: until the tables built (and failed, and
+        rebuilt) have not moved for quiet s."""
+        last, since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            try:
+                text = metrics_text(self.metrics_port)
+            except OSError:
+                text = ""
+            now = tuple(metric_value(text, name) for name in self.SETTLING)
+            if now != last or None in now:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+            time.sleep(0.25)
 
     def text(self):
         with open(self.log) as f:
@@ -1390,7 +1422,10 @@ def unwind_overhead(res, quick):
     seconds = 2 if quick else 6
     rounds = calibrate(seconds, unwind_deep("nofp", 30), trial=2000)
     cmd = unwind_deep("nofp", 30, wait=True)
-    tools = {"ignis": (lambda: Ignis(100, "--unwind", "dwarf", interval=60),
+    # At the agent's default log level, as it runs: at debug its start-up logs every table
+    # and symbol file, and the wait for those lines to stop made the first window (which the
+    # stop symbolizes) twice as long on a host with churn (docs/performance.md, section 4).
+    tools = {"ignis": (lambda: Ignis(100, "--unwind", "dwarf", interval=60, log_level=None),
                        "ignis --frequency 100 --unwind dwarf"),
              "perf": (lambda: Perf(100, "--call-graph", "dwarf"),
                       "perf record -F 100 -a --call-graph dwarf")}

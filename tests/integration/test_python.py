@@ -235,11 +235,9 @@ def versions_run():
     # another test's agent (a CI run had 65 of 153 samples of 3.8 before the attach).
     procs = {label: spawn([python, script("hot.py"), "1.5", "gate"], stdin=subprocess.PIPE)
              for label, python in interpreters()}
-    wait_attached(agent, procs)
-    for p in procs.values():
-        p.stdin.write("go\n")
-        p.stdin.close()
-        p.stdin = None  # communicate() must not flush a closed stdin
+    pythons = dict(interpreters())
+    wait_attached(agent, {label: (p, pythons[label]) for label, p in procs.items()})
+    release(procs)
     procs["interleave"] = spawn([pyenv_python("3.12.1")[1], script("interleave.py"), "2"])
     results = {label: dict(run_json(p), pid=p.pid) for label, p in procs.items()}
     status, metrics = get(f"http://127.0.0.1:{port}/metrics")
@@ -446,43 +444,56 @@ def test_no_python_switch_leaves_the_native_frames_and_counters_count():
 
 # ---- Attach: what an instant of start-up looks like ---------------------------------------------
 
-ATTACHED = r"pid {pid} \([^)]*\): Python [0-9a-f.]+ attached"
+def attached_re(pid, python):
+    """The agent's line for pid attached, once it runs python (the comm its exec gave it: the
+    fork before the exec is the test's own Python, which the agent may attach too)."""
+    comm = re.escape(os.path.basename(python)[:15])
+    return rf"pid {pid} \({comm}\): Python [0-9a-f.]+ attached"
 
 
 def wait_attached(agent, procs, timeout=30):
-    """Wait until the agent logged each of procs ({label: Popen}) attached; fails naming the
-    ones it did not attach (and what it logged about them) after timeout s."""
+    """Wait until the agent logged each of procs ({label: (Popen, python)}) attached; fails
+    naming the ones it did not attach (and what it logged about them) after timeout s."""
     deadline = time.monotonic() + timeout
     waiting = dict(procs)
     while waiting and time.monotonic() < deadline:
         log = agent.stderr()
-        for label, p in list(waiting.items()):
-            if re.search(ATTACHED.format(pid=p.pid), log):
+        for label, (p, python) in list(waiting.items()):
+            if re.search(attached_re(p.pid, python), log):
                 del waiting[label]
         time.sleep(0.05)
     said = [line for line in agent.stderr().splitlines()
-            if any(f"pid {p.pid} " in line for p in waiting.values())]
+            if any(f"pid {p.pid} " in line for p, _ in waiting.values())]
     check(not waiting, f"not attached within {timeout} s: {sorted(waiting)}; the agent said:\n"
           + "\n".join(said[-10:]))
 
 
-def test_thread_state_not_bound_to_its_thread_yet_is_let_be():
-    """Each interpreter holds a thread state made and not yet bound to a thread (as threading
-    makes one before its thread runs: thread_id 0 on 3.12+) when the agent first looks at it:
-    the attach lets that thread state be (a 3.12 one was refused for good, native frames
-    only), and the walker reads hot <- work <- main <- <module> through the main thread's TSS
-    slot on >= 90 % of the samples once the wait before the work is left out."""
-    procs = {label: spawn([python, script("hot.py"), "1", "gate-unbound"], stdin=subprocess.PIPE)
-             for label, python in interpreters()}
-    for label, p in procs.items():
-        line = p.stdout.readline().strip()
-        check(line == "ready", f"{label}: hot.py gate-unbound said {line!r}")
-    agent = Agent(*BIG_ROW_MAP, interval=2).wait_ready()
-    wait_attached(agent, procs)
+def release(procs):
+    """Let gated processes ({label: Popen}) go on: a line on their stdin, which is closed."""
     for p in procs.values():
         p.stdin.write("go\n")
         p.stdin.close()
         p.stdin = None  # communicate() must not flush a closed stdin
+
+
+def test_thread_state_not_bound_to_its_thread_yet_is_let_be():
+    """Each interpreter holds a thread state made and not yet bound to a thread (as threading
+    makes one before its thread runs) when the agent first looks at it: the attach lets that
+    thread state be, and the walker reads hot <- work <- main <- <module> through the main
+    thread's TSS slot on >= 90 % of the samples once the wait before the work is left out.
+    The case bites on 3.12 and 3.13, where such a state's thread_id is 0 (no struct pthread:
+    they were refused for good, native frames only); before 3.12 it is the maker's thread's."""
+    pythons = dict(interpreters())
+    procs = {label: spawn([python, script("hot.py"), "1", "gate-unbound"], stdin=subprocess.PIPE)
+             for label, python in pythons.items()}
+    for label, p in procs.items():
+        line = p.stdout.readline().strip()
+        check(line == "ready", f"{label}: hot.py gate-unbound said {line!r}")
+    agent = Agent(*BIG_SYMBOL_CACHE, *BIG_ROW_MAP, interval=2).wait_ready()
+    wait_attached(agent, {label: (p, pythons[label]) for label, p in procs.items()})
+    # The work's stacks whole: the tables of the interpreters' objects first.
+    warm_tables([agent], list(pythons.values()))
+    release(procs)
     results = {label: dict(run_json(p), pid=p.pid) for label, p in procs.items()}
     profiles, _ = finish(agent)
     problems = []
@@ -498,36 +509,29 @@ def test_thread_state_not_bound_to_its_thread_yet_is_let_be():
     check(not problems, "\n".join(problems))
 
 
-BURST = ("import threading, time\n"
+BURST = ("import sys, threading, time\n"
          "ts = [threading.Thread(target=time.sleep, args=(0.05,)) for _ in range(4)]\n"
          "[t.start() for t in ts]\n"
-         "time.sleep(0.3)\n")
+         "sys.stdin.readline()\n")
 
 
 def test_interpreters_started_in_bursts_are_all_attached():
-    """The seven interpreters started at once, 25 times, each starting four threads: the
-    agent (with --off-cpu, so that every one is seen) attaches every one it looks at, however
-    it catches its start-up or a thread's (a thread state being made, a frame being pushed,
-    the TSS key being written read as a mismatch for an instant; 4 of 700 were refused for
-    good before the agent tried again). It attaches at least half of them: the others exited
-    first (0.3 s each; a clean-clone CI run attached 142 of 175 living 0.2 s)."""
+    """The seven interpreters started at once, 20 times, each starting four threads and then
+    waiting: the agent (with --off-cpu, so that a waiting process is seen) attaches every one
+    of them within 30 s, however it caught its start-up or a thread's (a thread state being
+    made, a frame being pushed read as a mismatch for an instant: 4 of 700 interpreters were
+    refused for good, native frames only, before the agent tried again)."""
     agent = Agent("--off-cpu", interval=2).wait_ready()
-    pythons = [python for _, python in interpreters()]
-    pids = []
-    for _ in range(25):
-        burst = [spawn([python, "-c", BURST]) for python in pythons]
-        for p in burst:
+    pythons = dict(interpreters())
+    for _ in range(20):
+        burst = {label: spawn([python, "-c", BURST], stdin=subprocess.PIPE)
+                 for label, python in pythons.items()}
+        wait_attached(agent, {label: (p, pythons[label]) for label, p in burst.items()})
+        release(burst)
+        for label, p in burst.items():
             _, err = wait_exit(p, 60)
-            check(p.returncode == 0, f"{p.args[0]}: {err[-1000:]}")
-            pids.append(p.pid)
+            check(p.returncode == 0, f"{label}: {err[-1000:]}")
     finish(agent)
-    log = agent.stderr()
-    refused = [line for line in log.splitlines() if "Python frames off" in line]
-    check(not refused, f"{len(refused)} of {len(pids)} interpreters refused:\n"
-          + "\n".join(refused[:10]))
-    attached = [pid for pid in pids if re.search(ATTACHED.format(pid=pid), log)]
-    check(len(attached) >= 0.5 * len(pids), f"{len(attached)} of {len(pids)} interpreters "
-          "attached (none refused)")
 
 
 # ---- Python -> C -> Python -------------------------------------------------------------------

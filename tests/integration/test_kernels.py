@@ -114,8 +114,9 @@ def block(lines, end):
 
 
 def parse_console(text):
-    """What /init printed between its markers: {"kernel", "pids", "exit", "log", "files"}."""
-    run = {"pids": {}, "files": {}, "log": "", "exit": None, "kernel": ""}
+    """What /init printed between its markers: {"kernel", "pids", "exit", "log", "files",
+    "stuck"} (stuck: the dumps of processes that overstayed their bound, killed)."""
+    run = {"pids": {}, "files": {}, "log": "", "exit": None, "kernel": "", "stuck": []}
     lines = iter(text.splitlines())
     for line in lines:
         line = line.rstrip("\r")
@@ -134,6 +135,14 @@ def parse_console(text):
                 errors="replace")
         elif word == "file-begin":
             run["files"][rest] = block(lines, MARK + "file-end")
+        elif word == "stuck-begin":
+            dump = [rest]
+            for more in lines:
+                more = more.rstrip("\r")
+                if more == MARK + "stuck-end":
+                    break
+                dump.append(more)
+            run["stuck"].append("\n".join(dump))
     return run
 
 
@@ -391,6 +400,8 @@ def run_kernel(abi, flavour):
     try:
         text, took = boot(vmlinuz)
         run = parse_console(text)
+        check(not run["stuck"], "a process in the VM overstayed its bound and was killed: "
+              + "\n\n".join(run["stuck"]) + "\n\nthe agent's log ends:\n" + run["log"][-4000:])
         check(run["kernel"].startswith(f"{abi}-{flavour} "),
               f"booted {run['kernel']!r}, not {abi}-{flavour}")
         release, offered, programs = features(run["log"])

@@ -249,6 +249,7 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 	struct ignis_unwind_row rows[UPLOAD_CHUNK];
 	uint32_t n = (uint32_t)b->nr_rows, done, i;
 	int64_t start;
+	bool large;
 	int err = 0;
 
 	if (b->nr_rows > IGNIS_MAX_UNWIND_ROWS || b->nr_rows > u->opts.max_rows ||
@@ -257,25 +258,32 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 	/* Evicted tables' rows come free only after the next grace period: evict no more than
 	 * what could make room then, and wait for it. Unused tables go first, least recently
 	 * used first; then tables in use whose objects were in no stack for a while (eviction
-	 * by use: what is sampled keeps its rows). */
+	 * by use: what is sampled keeps its rows), those of t's size class first. */
 	/* Large tables from the top of the map, small ones from the bottom: the small ones
 	 * then do not split the room a large one needs. */
-	while ((start = n >= u->opts.max_rows / 16 ? extents__alloc_high(&u->rows, n) :
-						     extents__alloc(&u->rows, n)) < 0) {
+	large = n >= u->opts.max_rows / 16;
+	while ((start = large ? extents__alloc_high(&u->rows, n) : extents__alloc(&u->rows, n)) <
+	       0) {
+		uint64_t deferred = extents__deferred(&u->rows);
+
 		/* A table no process uses (they went while it was built) displaces none: it
 		 * waits, and the caller drops it. */
-		if (!t->users || extents__deferred(&u->rows) >= n)
+		if (!t->users || deferred >= n)
+			return -EAGAIN;
+		/* A large table with room enough in all, once the deferred rows are free, lacks
+		 * a run that long, not rows: more evictions by age would free rows scattered
+		 * where they do not help (every cold table of the host, rebuilt when next
+		 * sampled). Wait for the deferred rows; then, if the room is still split (small
+		 * tables spilled into the top when the bottom was full), clear a window of its
+		 * size, or, without a window cheap enough, evict one more table by age. */
+		if (large && extents__free_entries(&u->rows) + deferred >= n &&
+		    (deferred || unwinder__evict_blockers(u, t)))
 			return -EAGAIN;
 		if (unwind_cache__evict(&u->cache))
 			u->st.tables_evicted++;
 		else if (unwinder__evict_cold(u, t))
 			continue;
-		else if (extents__deferred(&u->rows))
-			return -EAGAIN;
-		/* Room enough in all, but split (small tables spilled into the top when the
-		 * bottom was full): clear a window of its size. */
-		else if (n >= u->opts.max_rows / 16 && extents__free_entries(&u->rows) >= n &&
-			 unwinder__evict_blockers(u, t))
+		else if (deferred)
 			return -EAGAIN;
 		else
 			return -ENOSPC;

@@ -415,6 +415,14 @@ static void grace_period(struct extents *x)
 			(unsigned long long)lost);
 }
 
+static int cmp_want_rows_desc(const void *a, const void *b)
+{
+	const struct unwind_table *x = *(struct unwind_table *const *)a;
+	const struct unwind_table *y = *(struct unwind_table *const *)b;
+
+	return x->want_rows > y->want_rows ? -1 : x->want_rows < y->want_rows;
+}
+
 void unwinder__grace_period(struct unwinder *u)
 {
 	struct hashmap_entry *e;
@@ -435,6 +443,10 @@ void unwinder__grace_period(struct unwinder *u)
 			break; /* the rest after the next window */
 		waiting[n++] = t;
 	}
+	/* Largest first: the room that came free is often one a large table was evicted for,
+	 * and a small table placed first fit would split it. */
+	if (n > 1)
+		qsort(waiting, n, sizeof(*waiting), cmp_want_rows_desc);
 	for (i = 0; i < n; i++) {
 		struct unwind_table *t = waiting[i];
 		int err = unwinder__upload_table(u, t);
@@ -476,16 +488,19 @@ bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *keep)
 	struct unwind_table *victim = NULL;
 	bool want_large = large(u, keep->want_rows);
 
-	/* For a large table, large ones first: they sit together at the top of the map, where
-	 * their room joins into a run that long; small ones are scattered at the bottom. */
+	/* Tables of keep's kind first: large ones sit together at the top of the map, where
+	 * their room joins into a run that long, small ones at the bottom, where first fit
+	 * looks. A small table that evicted a large one (the largest of the equally cold)
+	 * would free rows it cannot use while a large table waits for them. */
 	unwind_cache__for_each(&u->cache, e) {
 		struct unwind_table *t = e->value;
 		int cmp = 0;
 
 		if (t == keep || !t->users || !cold(u, t))
 			continue;
-		if (victim && want_large)
-			cmp = large(u, t->nr_rows) - large(u, victim->nr_rows);
+		if (victim)
+			cmp = (large(u, t->nr_rows) == want_large) -
+			      (large(u, victim->nr_rows) == want_large);
 		if (!victim || cmp > 0 ||
 		    (!cmp &&
 		     (t->last_sampled < victim->last_sampled ||

@@ -55,7 +55,9 @@ struct unwinder {
 
 /*
  * Put a built table's rows into unwind_rows (evicting unused tables, then cold ones in use, to
- * make room; a table no process uses displaces none), then its waiting unwind_exes entries;
+ * make room; a table no process uses displaces none; a large one that lacks a run, not
+ * rows, evicts the tables in the way: unwinder__evict_blockers()), then its waiting
+ * unwind_exes entries;
  * on success it is READY and its built rows are freed. Returns 0, -EAGAIN (room comes free
  * at the next grace period: it waits; or t has no user and no room), -ENOSPC (no room even
  * after evicting every unused and cold table), -E2BIG (too large for the map) or the map
@@ -65,7 +67,8 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
 
 /*
  * Evict the coldest table in use (READY, not t, its object in no stack for
- * UNWIND_COLD_WINDOWS windows, least recently sampled first): its processes are published
+ * UNWIND_COLD_WINDOWS windows; of t's size class first, then least recently sampled, then
+ * the largest): its processes are published
  * again without it, its rows are freed after the next grace period, and it is rebuilt when
  * its object is sampled again. Returns false when no table is that cold.
  */

@@ -60,6 +60,44 @@ int64_t extents__alloc(struct extents *x, uint32_t len)
 	return -ENOSPC;
 }
 
+int extents__take(struct extents *x, uint32_t start, uint32_t len)
+{
+	uint64_t end = (uint64_t)start + len;
+	size_t i;
+	int err;
+
+	for (i = 0; i < x->nr_free; i++) {
+		struct extent *e = &x->free[i];
+		uint64_t e_end = (uint64_t)e->start + e->len;
+
+		if (e->start > start)
+			break;
+		if (e_end < end)
+			continue;
+		if (e->start == start && e_end == end) {
+			memmove(e, e + 1, (x->nr_free - i - 1) * sizeof(*e));
+			x->nr_free--;
+		} else if (e->start == start) {
+			e->start += len;
+			e->len -= len;
+		} else if (e_end == end) {
+			e->len -= len;
+		} else {
+			/* The middle: [e->start, start) stays here, [end, e_end) after it. */
+			err = push(&x->free, &x->nr_free, &x->cap_free, (struct extent){ 0, 0 });
+			if (err)
+				return err;
+			e = &x->free[i];
+			memmove(e + 2, e + 1, (x->nr_free - i - 2) * sizeof(*e));
+			e[1] = (struct extent){ .start = (uint32_t)end,
+						.len = (uint32_t)(e_end - end) };
+			e->len = start - e->start;
+		}
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int extents__release(struct extents *x, uint32_t start, uint32_t len)
 {
 	size_t lo = 0, hi = x->nr_free;

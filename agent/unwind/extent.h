@@ -51,6 +51,14 @@ int64_t extents__alloc(struct extents *x, uint32_t len);
 int64_t extents__alloc_high(struct extents *x, uint32_t len);
 
 /*
+ * Take exactly [start, start + len), which must lie inside one free run (splitting it when
+ * the range is in its middle). len must be above 0. Returns 0, -ENOENT (not all free in one
+ * run) or -ENOMEM (a split run could not be recorded; nothing changed).
+ */
+int extents__take(struct extents *x, uint32_t start, uint32_t len)
+	__attribute__((warn_unused_result));
+
+/*
  * Give back [start, start + len) at once, merging it with the free runs around it: only for
  * an extent of extents__alloc() that no published entry ever pointed to. Returns 0 or
  * -ENOMEM (the entries are lost until extents__fini()).

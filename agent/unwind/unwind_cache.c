@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The table cache: unwind tables by build ID or object, referenced by processes, evicted
- * least recently used first (see unwind_cache.h).
+ * The table cache: unwind tables by build ID or object, referenced by processes (see
+ * unwind_cache.h).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -60,11 +60,6 @@ void unwind_cache__fini(struct unwind_cache *c)
 	hashmap__fini(&c->tables);
 }
 
-void unwind_cache__tick(struct unwind_cache *c)
-{
-	c->tick++;
-}
-
 struct unwind_table *unwind_cache__get(struct unwind_cache *c, struct sym_object *obj,
 				       bool *created)
 {
@@ -76,7 +71,6 @@ struct unwind_table *unwind_cache__get(struct unwind_cache *c, struct sym_object
 	t = hashmap__find(&c->tables, probe.key);
 	if (t) {
 		t->users++;
-		t->last_used = c->tick;
 		return t;
 	}
 	t = calloc(1, sizeof(*t));
@@ -85,7 +79,6 @@ struct unwind_table *unwind_cache__get(struct unwind_cache *c, struct sym_object
 	memcpy(t->key, probe.key, sizeof(t->key));
 	t->by_build_id = probe.key[0] == 'b';
 	t->users = 1;
-	t->last_used = c->tick;
 	t->state = UNWIND_TABLE_BUILDING;
 	t->obj = sym_object__get(obj);
 	name = strrchr(sym_object__name(obj), '/');
@@ -131,24 +124,6 @@ void unwind_cache__put(struct unwind_cache *c, struct unwind_table *t)
 	if (t->state == UNWIND_TABLE_BUILDING)
 		return; /* the build thread owns it until done; removed when it is handed back */
 	unwind_cache__remove(c, t);
-}
-
-bool unwind_cache__evict(struct unwind_cache *c)
-{
-	struct hashmap_entry *e;
-	struct unwind_table *victim = NULL;
-
-	hashmap__for_each(&c->tables, e) {
-		struct unwind_table *t = e->value;
-
-		if (t->state == UNWIND_TABLE_READY && !t->users &&
-		    (!victim || t->last_used < victim->last_used))
-			victim = t;
-	}
-	if (!victim)
-		return false;
-	unwind_cache__remove(c, victim);
-	return true;
 }
 
 void unwind_table__release_built(struct unwind_table *t)

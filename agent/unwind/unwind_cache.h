@@ -2,7 +2,8 @@
 /*
  * The unwinder's table cache: one unwind table per object identity — its build ID, or for
  * an object without one the object itself — shared by every process that maps it, counted
- * by references, and evicted least recently used first.
+ * by references. What gives way when the row map is full is the unwinder's choice
+ * (unwinder__make_room(): the tables inside the cheapest window of the room needed).
  *
  * A table with a build ID stays cached after its last user while its rows are in the row
  * map (the row map is the cache's storage: a later process of the same build finds it
@@ -55,7 +56,6 @@ struct unwind_table {
 	bool by_build_id;      /* cached past its last user */
 	enum unwind_table_state state;
 	uint32_t users;		/* processes referencing it */
-	uint64_t last_used;	/* cache tick of the last reference */
 	struct sym_object *obj; /* reference held while building, or for good without build ID */
 	char name[64];		/* the object's file name (its last component), for logs */
 
@@ -70,8 +70,8 @@ struct unwind_table {
 				* to find room is not rebuilt every window */
 	uint32_t want_rows;    /* rows of its last build */
 	bool no_room;	       /* did not fit: larger than the map, or no room even after
-				* evicting unused and cold tables */
-	bool evicted;	       /* its rows were evicted while processes used it (cold) */
+				* evicting (unwinder__make_room()) */
+	bool evicted;	       /* its rows were evicted while processes used it */
 	bool logged;	       /* its no-room line was logged (once per table) */
 
 	/* The build thread's while BUILDING (unwind_build.c), then the main thread's. */
@@ -102,7 +102,6 @@ typedef void (*unwind_table_unload_fn)(void *ctx, struct unwind_table *t);
 /* Embedded in its owner: unwind_cache__init() / unwind_cache__fini(). */
 struct unwind_cache {
 	struct hashmap tables; /* key string -> struct unwind_table */
-	uint64_t tick;
 	unwind_table_unload_fn unload;
 	void *ctx;
 };
@@ -111,10 +110,6 @@ void unwind_cache__init(struct unwind_cache *c, unwind_table_unload_fn unload, v
 /* Free every table, whatever its references, without unloading (the maps go with their
  * owner). Tables on the build queue must be off it (the build thread stopped). */
 void unwind_cache__fini(struct unwind_cache *c);
-
-/* Start a new period of use: tables referenced from now on count as more recently used
- * than those referenced before (eviction order). */
-void unwind_cache__tick(struct unwind_cache *c);
 
 /*
  * The table of obj, with one more reference (dropped with unwind_cache__put()): the cached
@@ -141,10 +136,6 @@ void unwind_cache__put(struct unwind_cache *c, struct unwind_table *t);
 
 /* Take t out of the cache, unload it if READY, and free it. */
 void unwind_cache__remove(struct unwind_cache *c, struct unwind_table *t);
-
-/* Remove the least recently used READY table that no process uses. Returns false when
- * there is none. */
-bool unwind_cache__evict(struct unwind_cache *c);
 
 /* Iterate over the cached tables ((struct unwind_table *)e->value); the cache must not
  * change during the walk. */

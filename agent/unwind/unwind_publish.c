@@ -255,38 +255,19 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 	if (b->nr_rows > IGNIS_MAX_UNWIND_ROWS || b->nr_rows > u->opts.max_rows ||
 	    b->rows[b->nr_rows - 1].pc - b->rows[0].pc > UINT32_MAX)
 		return -E2BIG;
-	/* Evicted tables' rows come free only after the next grace period: evict no more than
-	 * what could make room then, and wait for it. Unused tables go first, least recently
-	 * used first; then tables in use whose objects were in no stack for a while (eviction
-	 * by use: what is sampled keeps its rows), those of t's size class first. */
 	/* Large tables from the top of the map, small ones from the bottom: the small ones
-	 * then do not split the room a large one needs. */
+	 * then do not split the room a large one needs. Without a run that long, the tables
+	 * inside the cheapest window of its size are evicted (unwinder__make_room()); their
+	 * rows come free only after the next grace period, so the table waits for it. */
 	large = n >= u->opts.max_rows / 16;
-	while ((start = large ? extents__alloc_high(&u->rows, n) : extents__alloc(&u->rows, n)) <
-	       0) {
-		uint64_t deferred = extents__deferred(&u->rows);
-
+	start = large ? extents__alloc_high(&u->rows, n) : extents__alloc(&u->rows, n);
+	if (start < 0) {
 		/* A table no process uses (they went while it was built) displaces none: it
 		 * waits, and the caller drops it. */
-		if (!t->users || deferred >= n)
+		if (!t->users)
 			return -EAGAIN;
-		/* A large table with room enough in all, once the deferred rows are free, lacks
-		 * a run that long, not rows: more evictions by age would free rows scattered
-		 * where they do not help (every cold table of the host, rebuilt when next
-		 * sampled). Wait for the deferred rows; then, if the room is still split (small
-		 * tables spilled into the top when the bottom was full), clear a window of its
-		 * size, or, without a window cheap enough, evict one more table by age. */
-		if (large && extents__free_entries(&u->rows) + deferred >= n &&
-		    (deferred || unwinder__evict_blockers(u, t)))
-			return -EAGAIN;
-		if (unwind_cache__evict(&u->cache))
-			u->st.tables_evicted++;
-		else if (unwinder__evict_cold(u, t))
-			continue;
-		else if (deferred)
-			return -EAGAIN;
-		else
-			return -ENOSPC;
+		err = unwinder__make_room(u, t);
+		return err ? err : -EAGAIN;
 	}
 	t->base = b->rows[0].pc;
 	err = write_mapped(u->opts.rows_fd, (uint32_t)start, b->rows, t->base, n);

@@ -78,6 +78,7 @@ void unwinder__free(struct unwinder *u)
 	}
 	hashmap__fini(&u->processes);
 	extents__fini(&u->rows);
+	free(u->held);
 	extents__fini(&u->maps);
 	free(u);
 }
@@ -273,7 +274,6 @@ int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
 	struct unwind_pmap *maps;
 	int i, n, err;
 
-	unwind_cache__tick(&u->cache);
 	maps = calloc(img->nr_maps ? img->nr_maps : 1, sizeof(*maps));
 	if (!maps)
 		return -ENOMEM;
@@ -431,6 +431,13 @@ void unwinder__grace_period(struct unwinder *u)
 
 	u->window++;
 	grace_period(&u->rows);
+	/* The held rows join the evicted ones: each cleared window is whole again, for the
+	 * waiting tables placed next. */
+	for (i = 0; i < u->nr_held; i++)
+		if (extents__release(&u->rows, u->held[i].start, u->held[i].len))
+			pr_warn("unwinder: out of memory: %u rows are lost until restart",
+				u->held[i].len);
+	u->nr_held = 0;
 	grace_period(&u->maps);
 	/* Room may have come free for tables that waited for it (collected first: making
 	 * room evicts, which changes the cache). */
@@ -482,41 +489,6 @@ static bool large(const struct unwinder *u, uint32_t rows)
 	return rows >= u->opts.max_rows / 16;
 }
 
-bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *keep)
-{
-	struct hashmap_entry *e;
-	struct unwind_table *victim = NULL;
-	bool want_large = large(u, keep->want_rows);
-
-	/* Tables of keep's kind first: large ones sit together at the top of the map, where
-	 * their room joins into a run that long, small ones at the bottom, where first fit
-	 * looks. A small table that evicted a large one (the largest of the equally cold)
-	 * would free rows it cannot use while a large table waits for them. */
-	unwind_cache__for_each(&u->cache, e) {
-		struct unwind_table *t = e->value;
-		int cmp = 0;
-
-		if (t == keep || !t->users || !cold(u, t))
-			continue;
-		if (victim)
-			cmp = (large(u, t->nr_rows) == want_large) -
-			      (large(u, victim->nr_rows) == want_large);
-		if (!victim || cmp > 0 ||
-		    (!cmp &&
-		     (t->last_sampled < victim->last_sampled ||
-		      (t->last_sampled == victim->last_sampled && t->nr_rows > victim->nr_rows))))
-			victim = t;
-	}
-	if (!victim)
-		return false;
-	pr_debug("unwinder: evicting the table of %s (%u rows): no frame in a stack for %llu "
-		 "windows",
-		 victim->name, victim->nr_rows,
-		 (unsigned long long)(u->window - victim->last_sampled));
-	evict_in_use(u, victim);
-	return true;
-}
-
 /* Evict a READY table that processes use: they are published again without it, its rows
  * are freed after the next grace period, and it is rebuilt when its object is sampled. */
 static void evict_in_use(struct unwinder *u, struct unwind_table *victim)
@@ -552,61 +524,170 @@ static int cmp_table_start(const void *a, const void *b)
 	return x->row_start < y->row_start ? -1 : x->row_start > y->row_start;
 }
 
-bool unwinder__evict_blockers(struct unwinder *u, const struct unwind_table *t)
+/* What evicting a window's tables costs, compared in this order: rows of tables sampled
+ * lately (their stacks are cut until they are rebuilt), rows of cold tables in use (rebuilt
+ * when next sampled), rows of unused ones (kept only in case their file runs again). */
+struct window_cost {
+	uint64_t hot, cold, unused;
+};
+
+static int cmp_cost(const struct window_cost *x, const struct window_cost *y)
+{
+	if (x->hot != y->hot)
+		return x->hot < y->hot ? -1 : 1;
+	if (x->cold != y->cold)
+		return x->cold < y->cold ? -1 : 1;
+	if (x->unused != y->unused)
+		return x->unused < y->unused ? -1 : 1;
+	return 0;
+}
+
+static uint64_t table_end(const struct unwind_table *o)
+{
+	return (uint64_t)o->row_start + o->nr_rows;
+}
+
+/* The cost of evicting ts[from...] that overlap [a, a + n); *end: one past the last. */
+static struct window_cost window_cost(const struct unwinder *u, struct unwind_table **ts, size_t nr,
+				      size_t from, uint64_t a, uint64_t n, size_t *end)
+{
+	struct window_cost c = { 0, 0, 0 };
+	size_t j;
+
+	for (j = from; j < nr && ts[j]->row_start < a + n; j++) {
+		const struct unwind_table *o = ts[j];
+
+		if (table_end(o) <= a)
+			continue;
+		if (!o->users)
+			c.unused += o->nr_rows;
+		else if (cold(u, o))
+			c.cold += o->nr_rows;
+		else
+			c.hot += o->nr_rows;
+	}
+	*end = j;
+	return c;
+}
+
+static void evict_for(struct unwinder *u, struct unwind_table *victim, const struct unwind_table *t)
+{
+	char why[64];
+
+	if (!victim->users)
+		snprintf(why, sizeof(why), "unused");
+	else if (cold(u, victim))
+		snprintf(why, sizeof(why), "no frame in a stack for %llu windows",
+			 (unsigned long long)(u->window - victim->last_sampled));
+	else
+		snprintf(why, sizeof(why), "in use");
+	pr_debug("unwinder: evicting the table of %s (%u rows, %s): it is in the room the table "
+		 "of %s (%u rows) needs",
+		 victim->name, victim->nr_rows, why, t->name, t->want_rows);
+	if (victim->users) {
+		evict_in_use(u, victim);
+	} else {
+		unwind_cache__remove(&u->cache, victim);
+		u->st.tables_evicted++;
+	}
+}
+
+/* Take the free rows of [a, a + n) out of the free list until the next grace period. Best
+ * effort: without memory for the list they stay free. */
+static void hold_free_rows(struct unwinder *u, uint64_t a, uint64_t n)
+{
+	size_t i = 0;
+
+	while (i < u->rows.nr_free) {
+		const struct extent *e = &u->rows.free[i];
+		uint64_t s = e->start > a ? e->start : a;
+		uint64_t end = (uint64_t)e->start + e->len < a + n ? (uint64_t)e->start + e->len :
+								     a + n;
+
+		if (e->start >= a + n)
+			break;
+		if (end <= s) {
+			i++;
+			continue;
+		}
+		if (grow_array((void **)&u->held, &u->cap_held, u->nr_held + 1, sizeof(*u->held)) ||
+		    extents__take(&u->rows, (uint32_t)s, (uint32_t)(end - s)))
+			return;
+		u->held[u->nr_held++] =
+			(struct extent){ .start = (uint32_t)s, .len = (uint32_t)(end - s) };
+		/* The run shrank from its start or was removed: look at index i again. */
+	}
+}
+
+int unwinder__make_room(struct unwinder *u, const struct unwind_table *t)
 {
 	struct hashmap_entry *e;
 	struct unwind_table **ts = NULL;
-	size_t nr = 0, cap = 0, i, j, best_i = 0;
-	uint64_t n = t->want_rows, best = UINT64_MAX;
-	bool done = false;
+	size_t nr = 0, cap = 0, c, j, from, end, best_from = 0;
+	uint64_t n = t->want_rows, max = u->opts.max_rows, a, best_a = 0;
+	bool is_large = large(u, t->want_rows), found = false;
+	struct window_cost best = { 0, 0, 0 }, cost;
+	int ret = -ENOSPC;
 
+	if (n > max)
+		return -ENOSPC;
 	unwind_cache__for_each(&u->cache, e) {
 		struct unwind_table *o = e->value;
 
 		if (o == t || o->state != UNWIND_TABLE_READY)
 			continue;
-		if (grow_array((void **)&ts, &cap, nr + 1, sizeof(*ts)))
-			goto out;
+		if (grow_array((void **)&ts, &cap, nr + 1, sizeof(*ts))) {
+			free(ts);
+			return -ENOMEM;
+		}
 		ts[nr++] = o;
 	}
-	if (!nr)
-		goto out;
-	qsort(ts, nr, sizeof(*ts), cmp_table_start);
-	/* Windows [a, a + n) starting at 0 or at the end of a table: the cheapest in rows of the
-	 * tables inside it (deferred rows count as free: they are after the grace period). */
-	for (i = 0; i <= nr; i++) {
-		uint64_t a = i ? (uint64_t)ts[i - 1]->row_start + ts[i - 1]->nr_rows : 0, cost = 0;
-
-		if (a + n > u->opts.max_rows)
-			break;
-		for (j = i; j < nr && ts[j]->row_start < a + n; j++)
-			cost += ts[j]->nr_rows;
-		if (cost < best) {
+	if (nr > 1)
+		qsort(ts, nr, sizeof(*ts), cmp_table_start);
+	/* Windows starting at 0, at the end of each table, or ending at the top of the map:
+	 * every run that evictions could free starts or ends at one of those. */
+	for (c = 0; c <= nr + 1; c++) {
+		if (c == nr + 1) {
+			a = max - n;
+			for (from = 0; from < nr && table_end(ts[from]) <= a;)
+				from++;
+		} else {
+			a = c ? table_end(ts[c - 1]) : 0;
+			from = c;
+		}
+		if (a + n > max)
+			continue;
+		cost = window_cost(u, ts, nr, from, a, n, &end);
+		/* Large tables: hot tables holding up to a quarter of its rows may give way (they
+		 * are rebuilt at the bottom); small ones displace no hot table. Ties: the highest
+		 * window for a large table, the lowest for a small one, as they are placed. */
+		if (cost.hot > (is_large ? n / 4 : 0))
+			continue;
+		if (!found || cmp_cost(&cost, &best) < 0 ||
+		    (is_large && !cmp_cost(&cost, &best) && a > best_a)) {
+			found = true;
 			best = cost;
-			best_i = i;
+			best_a = a;
+			best_from = from;
 		}
 	}
-	/* Moving out more than a quarter of the table's size is not worth it. */
-	if (best == UINT64_MAX || best > n / 4)
-		goto out;
-	{
-		uint64_t a =
-			best_i ? (uint64_t)ts[best_i - 1]->row_start + ts[best_i - 1]->nr_rows : 0;
+	if (found) {
+		bool evicted = false;
 
-		for (j = best_i; j < nr && ts[j]->row_start < a + n; j++) {
-			pr_debug("unwinder: evicting the table of %s (%u rows): it splits the room "
-				 "the table of %s (%llu rows) needs",
-				 ts[j]->name, ts[j]->nr_rows, t->name, (unsigned long long)n);
-			if (ts[j]->users)
-				evict_in_use(u, ts[j]);
-			else
-				unwind_cache__remove(&u->cache, ts[j]);
-			done = true;
+		(void)window_cost(u, ts, nr, best_from, best_a, n, &end);
+		for (j = best_from; j < end; j++) {
+			if (table_end(ts[j]) > best_a) {
+				evict_for(u, ts[j], t);
+				evicted = true;
+			}
 		}
+		/* Nothing to evict: the window is free but for deferred rows. */
+		ret = evicted || extents__deferred(&u->rows) ? 0 : -ENOSPC;
+		if (!ret)
+			hold_free_rows(u, best_a, n);
 	}
-out:
 	free(ts);
-	return done;
+	return ret;
 }
 
 /* Rows that could be had for t now or after the next grace period: free, deferred, and held

@@ -47,6 +47,11 @@ struct unwinder {
 	struct unwind_cache cache;
 	struct hashmap processes;  /* tgid -> struct unwind_process */
 	struct extents rows, maps; /* of unwind_rows and unwind_maps */
+	/* Free rows inside the windows unwinder__make_room() cleared, held out of the free
+	 * list until the next grace period frees the rest of each window: a table placed
+	 * first fit meanwhile would split it. */
+	struct extent *held;
+	size_t nr_held, cap_held;
 	uint32_t next_version;
 	uint64_t window; /* grace periods so far: the window count, for use by window */
 	struct unwinder_stats st;
@@ -54,34 +59,25 @@ struct unwinder {
 };
 
 /*
- * Put a built table's rows into unwind_rows (evicting unused tables, then cold ones in use, to
- * make room; a table no process uses displaces none; a large one that lacks a run, not
- * rows, evicts the tables in the way: unwinder__evict_blockers()), then its waiting
- * unwind_exes entries;
- * on success it is READY and its built rows are freed. Returns 0, -EAGAIN (room comes free
- * at the next grace period: it waits; or t has no user and no room), -ENOSPC (no room even
- * after evicting every unused and cold table), -E2BIG (too large for the map) or the map
- * update's -errno.
+ * Put a built table's rows into unwind_rows, then its waiting unwind_exes entries; on success
+ * it is READY and its built rows are freed. Without a run of rows that long it makes room
+ * (unwinder__make_room(); a table no process uses displaces none). Returns 0, -EAGAIN (room
+ * comes free at the next grace period: it waits; or t has no user), -ENOSPC (no room even
+ * after evicting), -E2BIG (too large for the map), -ENOMEM, or the map update's -errno.
  */
 int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
 
 /*
- * Evict the coldest table in use (READY, not t, its object in no stack for
- * UNWIND_COLD_WINDOWS windows; of t's size class first, then least recently sampled, then
- * the largest): its processes are published
- * again without it, its rows are freed after the next grace period, and it is rebuilt when
- * its object is sampled again. Returns false when no table is that cold.
+ * t found no run of t->want_rows rows: evict the tables inside the window of that size that
+ * costs least, counting free and deferred rows as free (the deferred come free after the
+ * next grace period). Cost, in this order: rows of tables sampled in the last
+ * UNWIND_COLD_WINDOWS windows (none for a small table, at most a quarter of t's rows for a
+ * large one), rows of cold tables in use, rows of unused ones; ties go to the highest window for a large table, the
+ * lowest for a small one. Evicted tables in use are published again without their rows and
+ * rebuilt when sampled; unused ones leave the cache. Returns 0 (room after the next grace
+ * period), -ENOSPC (no such window) or -ENOMEM.
  */
-bool unwinder__evict_cold(struct unwinder *u, const struct unwind_table *t);
-
-/*
- * t (large) found no run of rows long enough although there is room in all: evict
- * the tables, in use or not, inside the cheapest window of its size (at most a quarter of
- * its rows), so that the window is free after the next grace period. Those in use are
- * rebuilt when sampled, placed at the bottom then. Returns false when there is no such
- * window.
- */
-bool unwinder__evict_blockers(struct unwinder *u, const struct unwind_table *t);
+int unwinder__make_room(struct unwinder *u, const struct unwind_table *t);
 
 /* The unload callback of u's cache: remove t's unwind_exes entries, defer its rows. */
 void unwinder__unload_table(void *ctx, struct unwind_table *t);

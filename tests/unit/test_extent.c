@@ -95,6 +95,34 @@ static void test_alloc_high(void **state)
 	extents__fini(&x);
 }
 
+/* extents__take(): exactly the range asked, from one free run, whichever part of it. */
+static void test_take(void **state)
+{
+	struct extents x;
+
+	(void)state;
+	assert_int_equal(extents__init(&x, 100), 0);
+	assert_int_equal(extents__take(&x, 40, 10), 0); /* the middle: [0, 40) and [50, 100) */
+	assert_int_equal(x.nr_free, 2);
+	assert_int_equal(x.free[0].start, 0);
+	assert_int_equal(x.free[0].len, 40);
+	assert_int_equal(x.free[1].start, 50);
+	assert_int_equal(x.free[1].len, 50);
+	assert_int_equal(extents__take(&x, 45, 1), -ENOENT);  /* taken already */
+	assert_int_equal(extents__take(&x, 35, 10), -ENOENT); /* straddles the taken part */
+	assert_int_equal(extents__take(&x, 0, 5), 0);	      /* a run's start */
+	assert_int_equal(extents__take(&x, 90, 10), 0);	      /* a run's end */
+	assert_int_equal(extents__take(&x, 5, 35), 0);	      /* a whole run */
+	assert_int_equal(x.nr_free, 1);
+	assert_int_equal(x.free[0].start, 50);
+	assert_int_equal(x.free[0].len, 40);
+	assert_int_equal(extents__alloc(&x, 41), -ENOSPC);
+	assert_int_equal(extents__release(&x, 40, 10), 0); /* joins [50, 90) */
+	assert_int_equal(extents__alloc(&x, 50), 40);
+	assert_free_list_sane(&x, 100);
+	extents__fini(&x);
+}
+
 static void test_consecutive_allocations(void **state)
 {
 	struct extents x;
@@ -449,9 +477,9 @@ static void test_random_against_model(void **state)
 
 UNIT_MAIN("extent", cmocka_unit_test(test_whole_map_then_exhausted),
 	  cmocka_unit_test(test_consecutive_allocations), cmocka_unit_test(test_alloc_high),
-	  cmocka_unit_test(test_first_fit_not_best_fit), cmocka_unit_test(test_release_coalesces),
-	  cmocka_unit_test(test_fragmentation), cmocka_unit_test(test_many_holes),
-	  cmocka_unit_test(test_largest_map),
+	  cmocka_unit_test(test_take), cmocka_unit_test(test_first_fit_not_best_fit),
+	  cmocka_unit_test(test_release_coalesces), cmocka_unit_test(test_fragmentation),
+	  cmocka_unit_test(test_many_holes), cmocka_unit_test(test_largest_map),
 	  cmocka_unit_test(test_deferred_free_waits_for_the_grace_period),
 	  cmocka_unit_test(test_deferred_then_reused), cmocka_unit_test(test_out_of_memory),
 	  cmocka_unit_test(test_random_against_model))

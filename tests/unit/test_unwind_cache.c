@@ -2,7 +2,7 @@
 /*
  * The unwinder's table cache (agent/unwind/unwind_cache.c) without BPF or threads: tables shared by
  * build ID, objects without one keyed by themselves, references, when a table outlives its
- * last user, least-recently-used eviction, and the unload callback that stands for the BPF
+ * last user, and the unload callback that stands for the BPF
  * side. Objects are the ELF fixtures, opened under identities of the test's choosing.
  */
 #include <fcntl.h>
@@ -225,7 +225,6 @@ static void test_no_room_stays_cached(void **state)
 	assert_ptr_equal(get(f, big, false), t); /* the next process finds it */
 	assert_true(t->no_room);
 	unwind_cache__put(&f->cache, t);
-	assert_false(unwind_cache__evict(&f->cache)); /* no rows: nothing to evict */
 
 	t = get(f, cold, true);
 	assert_string_equal(t->name, "libfixture.so");
@@ -237,59 +236,6 @@ static void test_no_room_stays_cached(void **state)
 	assert_int_equal(f->unloads.calls, 0);
 	sym_object__put(big);
 	sym_object__put(cold);
-}
-
-static void test_evicts_least_recently_used(void **state)
-{
-	static const char *const names[] = { "fixture-pie", "fixture-nopie", "libfixture.so",
-					     "inline" };
-	struct fixture *f = *state;
-	struct sym_object *o[4];
-	struct unwind_table *t[4];
-	char key[4][sizeof(t[0]->key)];
-	char path[512];
-	size_t i;
-
-	for (i = 0; i < 4; i++) {
-		snprintf(path, sizeof(path), "%s/%s", FIXTURE_DIR, names[i]);
-		o[i] = open_object(f, path, i + 1);
-		unwind_cache__tick(&f->cache);
-		t[i] = get(f, o[i], true);
-		t[i]->state = UNWIND_TABLE_READY;
-		memcpy(key[i], t[i]->key, sizeof(key[i]));
-	}
-	/* 3 stays in use: never evicted. */
-	for (i = 0; i < 3; i++)
-		unwind_cache__put(&f->cache, t[i]);
-	/* 0 used again, later than the others: now the most recent of the unused. */
-	unwind_cache__tick(&f->cache);
-	unwind_cache__put(&f->cache, get(f, o[0], false));
-	assert_true(t[1]->last_used < t[2]->last_used);
-	assert_true(t[2]->last_used < t[0]->last_used);
-
-	assert_true(unwind_cache__evict(&f->cache));
-	assert_int_equal(f->unloads.calls, 1);
-	assert_string_equal(f->unloads.last_key, key[1]);
-	assert_null(unwind_cache__find(&f->cache, o[1]));
-	assert_true(unwind_cache__evict(&f->cache));
-	assert_string_equal(f->unloads.last_key, key[2]);
-	assert_true(unwind_cache__evict(&f->cache));
-	assert_string_equal(f->unloads.last_key, key[0]);
-	/* Only the table in use is left: nothing to evict. */
-	assert_false(unwind_cache__evict(&f->cache));
-	assert_int_equal(f->unloads.calls, 3);
-	assert_ptr_equal(unwind_cache__find(&f->cache, o[3]), t[3]);
-
-	/* Unused but not READY (no rows in the map): not evicted either. */
-	unwind_cache__put(&f->cache, t[3]);
-	t[3] = get(f, o[3], false);
-	t[3]->state = UNWIND_TABLE_BUILDING;
-	unwind_cache__put(&f->cache, t[3]);
-	assert_false(unwind_cache__evict(&f->cache));
-	assert_int_equal(f->unloads.calls, 3);
-
-	for (i = 0; i < 4; i++)
-		sym_object__put(o[i]);
 }
 
 /* Teardown frees tables still referenced, and unloads nothing (the maps go with them). */
@@ -328,7 +274,6 @@ UNIT_MAIN("unwind_cache",
 	  cmocka_unit_test_setup_teardown(test_one_table_per_build_id, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_no_build_id_keyed_by_object, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_last_put_by_state, setup, teardown),
-	  cmocka_unit_test_setup_teardown(test_evicts_least_recently_used, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_fini_frees_tables_in_use, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_release_built, setup, teardown),
 	  cmocka_unit_test_setup_teardown(test_no_room_stays_cached, setup, teardown))

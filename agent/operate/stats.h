@@ -202,8 +202,9 @@
 	  "Unused tables dropped from the row map to make room.")			\
 	X(UNWIND_TABLES_EVICTED_COLD, TOTAL, UNW(tables_evicted_cold),			\
 	  "ignis_unwind_tables_evicted_in_use_total", "", NULL,				\
-	  "Tables of running processes dropped from the row map to make room because "	\
-	  "their objects were in no stack for two windows (rebuilt when sampled again).")	\
+	  "Tables of running processes dropped from the row map to make room: their "	\
+	  "objects were in no stack for two windows, or they were in a large table's way "	\
+	  "(rebuilt when sampled again).")						\
 	X(UNWIND_TABLES_NO_ROOM, TOTAL, UNW(tables_no_room),				\
 	  "ignis_unwind_tables_no_room_total", "", NULL,				\
 	  "Tables that found no room in the row map even after eviction: stacks through "	\

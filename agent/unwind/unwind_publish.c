@@ -266,8 +266,9 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 		 * waits, and the caller drops it. */
 		if (!t->users)
 			return -EAGAIN;
+		/* -ENOMEM: tried again at the next grace period, like a wait. */
 		err = unwinder__make_room(u, t);
-		return err ? err : -EAGAIN;
+		return err == -ENOSPC ? -ENOSPC : -EAGAIN;
 	}
 	t->base = b->rows[0].pc;
 	err = write_mapped(u->opts.rows_fd, (uint32_t)start, b->rows, t->base, n);

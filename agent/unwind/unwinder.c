@@ -79,6 +79,7 @@ void unwinder__free(struct unwinder *u)
 	hashmap__fini(&u->processes);
 	extents__fini(&u->rows);
 	free(u->held);
+	free(u->claims);
 	extents__fini(&u->maps);
 	free(u);
 }
@@ -110,8 +111,8 @@ static unsigned int rows_mib(uint64_t rows)
 }
 
 /*
- * t's rows cannot be placed (-E2BIG: larger than the map; -ENOSPC: no room even after
- * evicting unused and cold tables): it stays without rows, its frames are walked by frame
+ * t's rows cannot be placed (-E2BIG: larger than the map; -ENOSPC: no window of its size
+ * that evictions could clear, unwinder__make_room()): it stays without rows, its frames are walked by frame
  * pointer and cut there ([truncated]), and it is rebuilt when room can be made. Logged once
  * per table, with what to raise.
  */
@@ -438,6 +439,7 @@ void unwinder__grace_period(struct unwinder *u)
 			pr_warn("unwinder: out of memory: %u rows are lost until restart",
 				u->held[i].len);
 	u->nr_held = 0;
+	u->nr_claims = 0;
 	grace_period(&u->maps);
 	/* Room may have come free for tables that waited for it (collected first: making
 	 * room evicts, which changes the cache). */
@@ -619,6 +621,46 @@ static void hold_free_rows(struct unwinder *u, uint64_t a, uint64_t n)
 	}
 }
 
+/* Whether [a, a + n) overlaps a window cleared for another table since the grace period. */
+static bool claimed(const struct unwinder *u, uint64_t a, uint64_t n)
+{
+	size_t i;
+
+	for (i = 0; i < u->nr_claims; i++)
+		if (a < (uint64_t)u->claims[i].start + u->claims[i].len &&
+		    u->claims[i].start < a + n)
+			return true;
+	return false;
+}
+
+/* Whether deferred rows (free after the next grace period) lie in [a, a + n). */
+static bool deferred_in(const struct unwinder *u, uint64_t a, uint64_t n)
+{
+	size_t i;
+
+	for (i = 0; i < u->rows.nr_deferred; i++)
+		if (a < (uint64_t)u->rows.deferred[i].start + u->rows.deferred[i].len &&
+		    u->rows.deferred[i].start < a + n)
+			return true;
+	return false;
+}
+
+/* The first of ts (sorted, not overlapping) that ends after a. */
+static size_t first_after(struct unwind_table **ts, size_t nr, uint64_t a)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (table_end(ts[mid]) <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int unwinder__make_room(struct unwinder *u, const struct unwind_table *t)
 {
 	struct hashmap_entry *e;
@@ -644,19 +686,21 @@ int unwinder__make_room(struct unwinder *u, const struct unwind_table *t)
 	}
 	if (nr > 1)
 		qsort(ts, nr, sizeof(*ts), cmp_table_start);
-	/* Windows starting at 0, at the end of each table, or ending at the top of the map:
-	 * every run that evictions could free starts or ends at one of those. */
-	for (c = 0; c <= nr + 1; c++) {
-		if (c == nr + 1) {
+	/* Windows starting at 0, at the end of a table or of another's window, or ending at
+	 * the top of the map: every run that evictions could free starts or ends at one of
+	 * those. */
+	for (c = 0; c <= nr + 1 + u->nr_claims; c++) {
+		if (c == 0)
+			a = 0;
+		else if (c <= nr)
+			a = table_end(ts[c - 1]);
+		else if (c == nr + 1)
 			a = max - n;
-			for (from = 0; from < nr && table_end(ts[from]) <= a;)
-				from++;
-		} else {
-			a = c ? table_end(ts[c - 1]) : 0;
-			from = c;
-		}
-		if (a + n > max)
+		else
+			a = (uint64_t)u->claims[c - nr - 2].start + u->claims[c - nr - 2].len;
+		if (a + n > max || claimed(u, a, n))
 			continue;
+		from = first_after(ts, nr, a);
 		cost = window_cost(u, ts, nr, from, a, n, &end);
 		/* Large tables: hot tables holding up to a quarter of its rows may give way (they
 		 * are rebuilt at the bottom); small ones displace no hot table. Ties: the highest
@@ -682,20 +726,31 @@ int unwinder__make_room(struct unwinder *u, const struct unwind_table *t)
 			}
 		}
 		/* Nothing to evict: the window is free but for deferred rows. */
-		ret = evicted || extents__deferred(&u->rows) ? 0 : -ENOSPC;
-		if (!ret)
+		ret = evicted || deferred_in(u, best_a, n) ? 0 : -ENOSPC;
+		if (!ret) {
+			if (!grow_array((void **)&u->claims, &u->cap_claims, u->nr_claims + 1,
+					sizeof(*u->claims)))
+				u->claims[u->nr_claims++] =
+					(struct extent){ .start = (uint32_t)best_a,
+							 .len = (uint32_t)n };
 			hold_free_rows(u, best_a, n);
+		}
 	}
 	free(ts);
 	return ret;
 }
 
-/* Rows that could be had for t now or after the next grace period: free, deferred, and held
- * by unused or cold tables. */
+/* Rows that could be had for t now or after the next grace period: free, deferred, held
+ * for a window (u->held), and those of unused or cold tables. In all, not in one run: a
+ * rough test before a rebuild, which unwinder__make_room() settles. */
 static uint64_t room_for(const struct unwinder *u, const struct unwind_table *t)
 {
 	struct hashmap_entry *e;
 	uint64_t n = extents__free_entries(&u->rows) + extents__deferred(&u->rows);
+	size_t i;
+
+	for (i = 0; i < u->nr_held; i++)
+		n += u->held[i].len;
 
 	unwind_cache__for_each(&u->cache, e) {
 		const struct unwind_table *o = e->value;

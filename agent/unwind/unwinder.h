@@ -6,7 +6,7 @@
  * of the maps and the update protocol are described in bpf/profiler.h.
  *
  * Tables live in the row map itself, which is the cache: a table no process uses stays
- * there until its space is needed (least recently used first). Extents that a published
+ * there until its space is needed (unwinder__make_room()). Extents that a published
  * entry stopped pointing to are reused only after unwinder__grace_period() — called after
  * the generation flip, whose RCU grace period guarantees that no program still reads them.
  *
@@ -38,8 +38,9 @@ struct unwinder_stats {
 	uint64_t table_errors;	      /* objects whose CFI could not be read (no table: fp) */
 	uint64_t tables_no_cfi;	      /* objects with no CFI at all */
 	uint64_t tables_evicted;      /* unused tables dropped to make room */
-	uint64_t tables_evicted_cold; /* tables in use but cold (no frame in a stack for
-				       * UNWIND_COLD_WINDOWS windows) dropped to make room */
+	uint64_t tables_evicted_cold; /* tables in use dropped to make room: cold ones (no
+				       * frame in a stack for UNWIND_COLD_WINDOWS windows), or
+				       * hot ones in a large table's way */
 	uint64_t tables_rebuilt;      /* tables built again for room after no_room or eviction */
 	uint64_t tables_no_room;      /* tables that did not fit in the row map even after
 				       * eviction (their frames are walked with frame pointers,

@@ -52,6 +52,10 @@ struct unwinder {
 	 * first fit meanwhile would split it. */
 	struct extent *held;
 	size_t nr_held, cap_held;
+	/* The windows cleared since the last grace period, each for the table that asked:
+	 * another table looks elsewhere (it would find one free but for deferred rows). */
+	struct extent *claims;
+	size_t nr_claims, cap_claims;
 	uint32_t next_version;
 	uint64_t window; /* grace periods so far: the window count, for use by window */
 	struct unwinder_stats st;
@@ -62,20 +66,23 @@ struct unwinder {
  * Put a built table's rows into unwind_rows, then its waiting unwind_exes entries; on success
  * it is READY and its built rows are freed. Without a run of rows that long it makes room
  * (unwinder__make_room(); a table no process uses displaces none). Returns 0, -EAGAIN (room
- * comes free at the next grace period: it waits; or t has no user), -ENOSPC (no room even
- * after evicting), -E2BIG (too large for the map), -ENOMEM, or the map update's -errno.
+ * comes free at the next grace period, or room could not be made for lack of memory: it
+ * waits; or t has no user), -ENOSPC (no room even after evicting), -E2BIG (too large for
+ * the map), or the map update's -errno.
  */
 int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
 
 /*
  * t found no run of t->want_rows rows: evict the tables inside the window of that size that
  * costs least, counting free and deferred rows as free (the deferred come free after the
- * next grace period). Cost, in this order: rows of tables sampled in the last
+ * next grace period), among those that overlap no window cleared for another table since
+ * then. The window's free rows are held until the grace period, when the waiting tables
+ * are placed largest first (a larger one may still take it: t then makes room again). Cost, in this order: rows of tables sampled in the last
  * UNWIND_COLD_WINDOWS windows (none for a small table, at most a quarter of t's rows for a
  * large one), rows of cold tables in use, rows of unused ones; ties go to the highest window for a large table, the
  * lowest for a small one. Evicted tables in use are published again without their rows and
  * rebuilt when sampled; unused ones leave the cache. Returns 0 (room after the next grace
- * period), -ENOSPC (no such window) or -ENOMEM.
+ * period, unless a larger table takes it first), -ENOSPC (no such window) or -ENOMEM.
  */
 int unwinder__make_room(struct unwinder *u, const struct unwind_table *t);
 

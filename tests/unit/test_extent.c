@@ -121,6 +121,21 @@ static void test_take(void **state)
 	assert_int_equal(extents__alloc(&x, 50), 40);
 	assert_free_list_sane(&x, 100);
 	extents__fini(&x);
+
+	/* A split with runs after it: they move up by one, in order. */
+	assert_int_equal(extents__init(&x, 100), 0);
+	assert_int_equal(extents__take(&x, 50, 10), 0); /* [0, 50) [60, 100) */
+	assert_int_equal(extents__take(&x, 80, 5), 0);	/* [0, 50) [60, 80) [85, 100) */
+	assert_int_equal(extents__take(&x, 20, 10), 0); /* [0, 20) [30, 50) [60, 80) [85, 100) */
+	assert_int_equal(x.nr_free, 4);
+	assert_int_equal(x.free[1].start, 30);
+	assert_int_equal(x.free[1].len, 20);
+	assert_int_equal(x.free[2].start, 60);
+	assert_int_equal(x.free[2].len, 20);
+	assert_int_equal(x.free[3].start, 85);
+	assert_int_equal(x.free[3].len, 15);
+	assert_free_list_sane(&x, 100);
+	extents__fini(&x);
 }
 
 static void test_consecutive_allocations(void **state)

@@ -19,28 +19,57 @@ struct unwind_builder {
 	bool thread_started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool stop;				 /* under lock */
-	struct unwind_table *queue, *queue_tail; /* under lock; newest at the head */
-	struct unwind_table *done;		 /* under lock */
-	int done_fd;				 /* eventfd: readable when done is not empty */
+	bool stop;				   /* under lock */
+	struct unwind_table *queue, *queue_tail;   /* under lock; newest at the head */
+	struct unwind_table *shared, *shared_tail; /* under lock: asked for again; built first */
+	struct unwind_table *done;		   /* under lock */
+	int done_fd;				   /* eventfd: readable when done is not empty */
 };
 
-/* Under lock: the next table to build (see UNWIND_BUILD_MAX_WAIT_NS), off the queue. */
-static struct unwind_table *dequeue(struct unwind_builder *b)
+/* Under lock: take t off the list whose head and tail are *head and *tail. */
+static void unlink_job(struct unwind_table **head, struct unwind_table **tail,
+		       struct unwind_table *t)
 {
-	struct unwind_table *t = b->queue;
-
-	if (now_mono_ns() - b->queue_tail->queued_ns > UNWIND_BUILD_MAX_WAIT_NS)
-		t = b->queue_tail;
 	if (t->prev_job)
 		t->prev_job->next_job = t->next_job;
 	else
-		b->queue = t->next_job;
+		*head = t->next_job;
 	if (t->next_job)
 		t->next_job->prev_job = t->prev_job;
 	else
-		b->queue_tail = t->prev_job;
+		*tail = t->prev_job;
 	t->next_job = t->prev_job = NULL;
+	t->build_queue = 0;
+}
+
+/* Under lock: put t at the head of a list. */
+static void push_job(struct unwind_table **head, struct unwind_table **tail, struct unwind_table *t,
+		     uint8_t which)
+{
+	t->prev_job = NULL;
+	t->next_job = *head;
+	if (*head)
+		(*head)->prev_job = t;
+	else
+		*tail = t;
+	*head = t;
+	t->build_queue = which;
+}
+
+/* Under lock: the next table to build (the shared queue's newest, else see
+ * UNWIND_BUILD_MAX_WAIT_NS), off its queue. */
+static struct unwind_table *dequeue(struct unwind_builder *b)
+{
+	struct unwind_table *t = b->shared;
+
+	if (t) {
+		unlink_job(&b->shared, &b->shared_tail, t);
+		return t;
+	}
+	t = b->queue;
+	if (now_mono_ns() - b->queue_tail->queued_ns > UNWIND_BUILD_MAX_WAIT_NS)
+		t = b->queue_tail;
+	unlink_job(&b->queue, &b->queue_tail, t);
 	return t;
 }
 
@@ -55,12 +84,12 @@ static void *build_thread(void *arg)
 		uint64_t t0;
 		bool last;
 
-		while (!b->queue && !b->stop)
+		while (!b->queue && !b->shared && !b->stop)
 			pthread_cond_wait(&b->cond, &b->lock);
 		if (b->stop)
 			break;
 		t = dequeue(b);
-		last = !b->queue;
+		last = !b->queue && !b->shared;
 		pthread_mutex_unlock(&b->lock);
 
 		t0 = now_mono_ns();
@@ -138,13 +167,18 @@ void unwind_builder__queue(struct unwind_builder *b, struct unwind_table *t)
 {
 	t->queued_ns = now_mono_ns();
 	pthread_mutex_lock(&b->lock);
-	t->next_job = b->queue;
-	if (b->queue)
-		b->queue->prev_job = t;
-	else
-		b->queue_tail = t;
-	b->queue = t;
+	push_job(&b->queue, &b->queue_tail, t, 1);
 	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+void unwind_builder__want(struct unwind_builder *b, struct unwind_table *t)
+{
+	pthread_mutex_lock(&b->lock);
+	if (t->build_queue == 1) {
+		unlink_job(&b->queue, &b->queue_tail, t);
+		push_job(&b->shared, &b->shared_tail, t, 2);
+	}
 	pthread_mutex_unlock(&b->lock);
 }
 

@@ -7,7 +7,10 @@
  * Order: newest first — a process that just started is the likeliest to be short-lived, and
  * its tables help only if they arrive while it runs, not after a host's start-up backlog; a
  * table that has waited longer than UNWIND_BUILD_MAX_WAIT_NS goes first instead, so that an
- * overloaded thread turns fair (oldest first) rather than starve anyone.
+ * overloaded thread turns fair (oldest first) rather than starve anyone. A queued table
+ * that another process asks for (libc, wanted by every new process while the agent's
+ * start-up backlog is built) moves to a second queue, built before the first, newest first:
+ * each table enters it once, so it cannot starve the others.
  *
  * While a table is queued or being built, the build thread owns its obj, built, build_err
  * and build_ns fields and the job links; everything else in it stays the main thread's.
@@ -35,6 +38,10 @@ void unwind_builder__stop(struct unwind_builder *b);
 
 /* Queue t (state BUILDING, t->obj held) for building, ahead of every older request. */
 void unwind_builder__queue(struct unwind_builder *b, struct unwind_table *t);
+
+/* Another process wants t (state BUILDING): if it still waits in the queue, it moves to the
+ * shared queue, built first. A no-op once its build has started. */
+void unwind_builder__want(struct unwind_builder *b, struct unwind_table *t);
 
 /*
  * Take the tables built since the last call, a list linked by next_job (NULL if none), each

@@ -80,6 +80,7 @@ struct unwind_table {
 	uint64_t build_ns;
 	struct unwind_table *next_job, *prev_job; /* build queue (newest at the head) / done list */
 	uint64_t queued_ns;			  /* CLOCK_MONOTONIC when queued */
+	uint8_t build_queue; /* under the builder's lock: 0 none, 1 the queue, 2 shared */
 
 	/* Publishing's (unwind_publish.c): where the rows are, and unwind_exes. */
 	uint32_t row_start, nr_rows;

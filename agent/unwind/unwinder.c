@@ -198,6 +198,8 @@ static struct unwind_table *table_get(struct unwinder *u, struct sym_object *obj
 	if (t && created) {
 		t->last_sampled = u->window; /* new: not cold before it had a chance */
 		unwind_builder__queue(u->builder, t);
+	} else if (t && t->state == UNWIND_TABLE_BUILDING) {
+		unwind_builder__want(u->builder, t); /* a second process waits for it */
 	}
 	return t;
 }

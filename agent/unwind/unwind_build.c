@@ -22,8 +22,9 @@ struct unwind_builder {
 	bool stop;				   /* under lock */
 	struct unwind_table *queue, *queue_tail;   /* under lock; newest at the head */
 	struct unwind_table *shared, *shared_tail; /* under lock: asked for again; built first */
-	struct unwind_table *done;		   /* under lock */
-	int done_fd;				   /* eventfd: readable when done is not empty */
+	bool took_shared;	   /* under lock: the last build came from the shared queue */
+	struct unwind_table *done; /* under lock */
+	int done_fd;		   /* eventfd: readable when done is not empty */
 };
 
 /* Under lock: take t off the list whose head and tail are *head and *tail. */
@@ -56,21 +57,29 @@ static void push_job(struct unwind_table **head, struct unwind_table **tail, str
 	t->build_queue = which;
 }
 
-/* Under lock: the next table to build (the shared queue's newest, else see
- * UNWIND_BUILD_MAX_WAIT_NS), off its queue. */
+/* Under lock: a queue's next table (see UNWIND_BUILD_MAX_WAIT_NS), off it. */
+static struct unwind_table *take_job(struct unwind_table **head, struct unwind_table **tail,
+				     uint64_t now)
+{
+	struct unwind_table *t = *head;
+
+	if (now - (*tail)->queued_ns > UNWIND_BUILD_MAX_WAIT_NS)
+		t = *tail;
+	unlink_job(head, tail, t);
+	return t;
+}
+
+/* Under lock: the next table to build. The shared queue first; but while the other queue
+ * has a table late (waited UNWIND_BUILD_MAX_WAIT_NS), the two take turns. */
 static struct unwind_table *dequeue(struct unwind_builder *b)
 {
-	struct unwind_table *t = b->shared;
+	uint64_t now = now_mono_ns();
+	bool late = b->queue && now - b->queue_tail->queued_ns > UNWIND_BUILD_MAX_WAIT_NS;
 
-	if (t) {
-		unlink_job(&b->shared, &b->shared_tail, t);
-		return t;
-	}
-	t = b->queue;
-	if (now_mono_ns() - b->queue_tail->queued_ns > UNWIND_BUILD_MAX_WAIT_NS)
-		t = b->queue_tail;
-	unlink_job(&b->queue, &b->queue_tail, t);
-	return t;
+	b->took_shared = b->shared && !(late && b->took_shared);
+	if (b->took_shared)
+		return take_job(&b->shared, &b->shared_tail, now);
+	return take_job(&b->queue, &b->queue_tail, now);
 }
 
 static void *build_thread(void *arg)

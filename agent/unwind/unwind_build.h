@@ -9,11 +9,14 @@
  * table that has waited longer than UNWIND_BUILD_MAX_WAIT_NS goes first instead, so that an
  * overloaded thread turns fair (oldest first) rather than starve anyone. A queued table
  * that another process asks for (libc, wanted by every new process while the agent's
- * start-up backlog is built) moves to a second queue, built before the first, newest first:
- * each table enters it once, so it cannot starve the others.
+ * start-up backlog is built) moves to a second queue, built before the first (newest first,
+ * with the same fairness rule); while the first has a table waiting that long, the two take
+ * turns, so neither starves.
  *
  * While a table is queued or being built, the build thread owns its obj, built, build_err
- * and build_ns fields and the job links; everything else in it stays the main thread's.
+ * and build_ns fields; the job links and build_queue are under the builder's lock (the main
+ * thread moves a queued table between the queues); everything else in it stays the main
+ * thread's.
  */
 #ifndef IGNIS_UNWIND_BUILD_H
 #define IGNIS_UNWIND_BUILD_H

@@ -266,7 +266,7 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t)
 		 * waits, and the caller drops it. */
 		if (!t->users)
 			return -EAGAIN;
-		/* -ENOMEM: tried again at the next grace period, like a wait. */
+		/* -ENOMEM: tried again at the next grace period, like a wait (-EAGAIN). */
 		err = unwinder__make_room(u, t);
 		return err == -ENOSPC ? -ENOSPC : -EAGAIN;
 	}

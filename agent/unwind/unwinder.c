@@ -190,18 +190,26 @@ static void table_built(struct unwinder *u, struct unwind_table *t)
 }
 
 /* The table of an object, with a reference: cached, or created and queued for building. */
-static struct unwind_table *table_get(struct unwinder *u, struct sym_object *obj)
+static struct unwind_table *table_get(struct unwinder *u, struct sym_object *obj, bool *created)
 {
-	bool created;
-	struct unwind_table *t = unwind_cache__get(&u->cache, obj, &created);
+	struct unwind_table *t = unwind_cache__get(&u->cache, obj, created);
 
-	if (t && created) {
+	if (t && *created) {
 		t->last_sampled = u->window; /* new: not cold before it had a chance */
 		unwind_builder__queue(u->builder, t);
-	} else if (t && t->state == UNWIND_TABLE_BUILDING) {
-		unwind_builder__want(u->builder, t); /* a second process waits for it */
 	}
 	return t;
+}
+
+/* Whether one of maps[0, n) references t. */
+static bool maps_hold(const struct unwind_pmap *maps, size_t n, const struct unwind_table *t)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (maps[i].table == t)
+			return true;
+	return false;
 }
 
 static void drop_maps(struct unwinder *u, struct unwind_process *p)
@@ -225,13 +233,15 @@ static void remove_process(struct unwinder *u, struct unwind_process *p)
 
 /*
  * The executable mappings of img with their tables (references taken), into maps (room for
- * img->nr_maps). Returns how many, or -ENOMEM (then no reference is held).
+ * img->nr_maps); old: the same image's entry as published before (a capture again after
+ * dlopen), or NULL. Returns how many, or -ENOMEM (then no reference is held).
  */
 static int image_mappings(struct unwinder *u, const struct proc_image *img,
-			  struct unwind_pmap *maps)
+			  const struct unwind_process *old, struct unwind_pmap *maps)
 {
 	size_t i;
 	int n = 0;
+	bool created;
 
 	for (i = 0; i < img->nr_maps; i++) {
 		const struct proc_mapping *m = &img->maps[i];
@@ -244,12 +254,17 @@ static int image_mappings(struct unwinder *u, const struct proc_image *img,
 		maps[n] = (struct unwind_pmap){ .start = m->start,
 						.end = m->end,
 						.bias = m->start - vaddr };
-		maps[n].table = table_get(u, m->object);
+		maps[n].table = table_get(u, m->object, &created);
 		if (!maps[n].table) {
 			while (n--)
 				unwind_cache__put(&u->cache, maps[n].table);
 			return -ENOMEM;
 		}
+		/* Queued for another process already: this one waits for it too. */
+		if (!created && maps[n].table->state == UNWIND_TABLE_BUILDING &&
+		    !maps_hold(maps, (size_t)n, maps[n].table) &&
+		    !(old && maps_hold(old->maps, old->nr_maps, maps[n].table)))
+			unwind_builder__want(u->builder, maps[n].table);
 		/* The executable's mapping. By inode alone: on overlayfs the mapping shows the
 		 * backing file's device, mm->exe_file the overlay's (the inode number is the
 		 * same). A wrong match costs nothing: BPF checks the build ID in memory. */
@@ -280,7 +295,11 @@ int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
 	maps = calloc(img->nr_maps ? img->nr_maps : 1, sizeof(*maps));
 	if (!maps)
 		return -ENOMEM;
-	n = image_mappings(u, img, maps);
+	n = image_mappings(
+		u, img,
+		p && p->start_time == img->id.start_time && p->exec_id == img->id.exec_id ? p :
+											    NULL,
+		maps);
 	if (n < 0) {
 		free(maps);
 		return n;
@@ -669,7 +688,7 @@ int unwinder__make_room(struct unwinder *u, const struct unwind_table *t)
 	struct unwind_table **ts = NULL;
 	size_t nr = 0, cap = 0, c, j, from, end, best_from = 0;
 	uint64_t n = t->want_rows, max = u->opts.max_rows, a, best_a = 0;
-	bool is_large = large(u, t->want_rows), found = false;
+	bool is_large = large(u, t->want_rows), found = false, blocked = false;
 	struct window_cost best = { 0, 0, 0 }, cost;
 	int ret = -ENOSPC;
 
@@ -700,8 +719,12 @@ int unwinder__make_room(struct unwinder *u, const struct unwind_table *t)
 			a = max - n;
 		else
 			a = (uint64_t)u->claims[c - nr - 2].start + u->claims[c - nr - 2].len;
-		if (a + n > max || claimed(u, a, n))
+		if (a + n > max)
 			continue;
+		if (claimed(u, a, n)) {
+			blocked = true;
+			continue;
+		}
 		from = first_after(ts, nr, a);
 		cost = window_cost(u, ts, nr, from, a, n, &end);
 		/* Large tables: hot tables holding up to a quarter of its rows may give way (they
@@ -717,6 +740,9 @@ int unwinder__make_room(struct unwinder *u, const struct unwind_table *t)
 			best_from = from;
 		}
 	}
+	/* Only windows cleared for others: after the grace period, room may be left. */
+	if (!found && blocked)
+		ret = -EAGAIN;
 	if (found) {
 		bool evicted = false;
 

@@ -82,7 +82,9 @@ int unwinder__upload_table(struct unwinder *u, struct unwind_table *t);
  * large one), rows of cold tables in use, rows of unused ones; ties go to the highest window for a large table, the
  * lowest for a small one. Evicted tables in use are published again without their rows and
  * rebuilt when sampled; unused ones leave the cache. Returns 0 (room after the next grace
- * period, unless a larger table takes it first), -ENOSPC (no such window) or -ENOMEM.
+ * period, unless a larger table takes it first), -EAGAIN (every window overlaps one cleared
+ * for another table: tried again after the grace period), -ENOSPC (no such window) or
+ * -ENOMEM.
  */
 int unwinder__make_room(struct unwinder *u, const struct unwind_table *t);
 

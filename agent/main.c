@@ -310,6 +310,7 @@ static int start_sampler(struct agent *a)
 		.user_stacks = true,
 		.kernel_stacks = cfg->kernel_stacks,
 		.skip_walk = cfg->skip_walk,
+		.log_records = cfg->log_records,
 		.pids = cfg->pids,
 		.nr_pids = cfg->nr_pids,
 		.max_stacks = cfg->max_stacks,

@@ -67,6 +67,8 @@ struct {
 };
 
 struct stats_map stats SEC(".maps");
+struct sample_log_map sample_log SEC(".maps");
+struct cpu_windows_map cpu_windows SEC(".maps");
 struct procs_map procs SEC(".maps");
 struct pid_filter_map pid_filter SEC(".maps");
 struct events_map events SEC(".maps");

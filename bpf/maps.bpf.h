@@ -61,6 +61,23 @@ struct counts_map {
 	__type(value, __u64);
 };
 
+/* The CPU samples of a window, a record each: generation g's run of CPU c is the log_cap
+ * records from (g * nr_cpus + c) * log_cap (sized by the agent). */
+struct sample_log_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ignis_sample_key);
+};
+
+/* What each CPU did in each generation's window. */
+struct cpu_windows_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IGNIS_NR_GENS);
+	__type(key, __u32);
+	__type(value, struct ignis_cpu_window);
+};
+
 struct stacks_gen_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, IGNIS_NR_GENS);
@@ -253,6 +270,8 @@ extern struct tails_gen_map tails_gen;
 extern struct counts_gen_map counts_gen;
 extern struct counts_gen_map offcpu_gen;
 extern struct stats_map stats SEC(".maps");
+extern struct sample_log_map sample_log SEC(".maps");
+extern struct cpu_windows_map cpu_windows SEC(".maps");
 extern struct procs_map procs SEC(".maps");
 extern struct pid_filter_map pid_filter SEC(".maps");
 extern struct events_map events SEC(".maps");
@@ -392,10 +411,36 @@ static __always_inline int add_to(__u32 g, void *map, struct ignis_sample_key *k
 	return -1;
 }
 
-/* Count the sample under its key in the generation's counts map. */
-static __always_inline void record(__u32 g, void *counts, struct ignis_sample_key *key)
+/*
+ * Count a CPU sample: a record appended to this CPU's run of the generation's sample log,
+ * or, when the run is full, an add to its key in the generation's counts map. Only the CPU
+ * sampler and its unwinder call this, one run per CPU at a time: cw->logged needs no atomic.
+ */
+static __always_inline void record(__u32 g, struct ignis_sample_key *key)
 {
-	add_to(g, counts, key, 1, STAT_DROP_COUNTS_FULL);
+	struct ignis_sample_key *rec;
+	struct ignis_cpu_window *cw;
+	void *counts;
+	__u32 idx;
+
+	cw = bpf_map_lookup_elem(&cpu_windows, &g);
+	if (cw && cw->logged < cfg.log_cap) {
+		idx = (g * cfg.nr_cpus + bpf_get_smp_processor_id()) * cfg.log_cap +
+		      (__u32)cw->logged;
+		rec = bpf_map_lookup_elem(&sample_log, &idx);
+		if (rec) {
+			__builtin_memcpy(rec, key, sizeof(*rec));
+			cw->logged++;
+			return;
+		}
+	}
+	counts = bpf_map_lookup_elem(&counts_gen, &g);
+	if (!counts) {
+		stat_inc(g, STAT_DROP_NO_GEN);
+		return;
+	}
+	if (!add_to(g, counts, key, 1, STAT_DROP_COUNTS_FULL))
+		stat_inc(g, STAT_LOG_FULL);
 }
 
 /* Add ns to the key's off-CPU time in a generation's offcpu map. Returns 0 or -1 (counted). */

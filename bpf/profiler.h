@@ -16,6 +16,8 @@
  *
  *   stacks_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_stack_id -> struct ignis_stack_part (#0)
  *   tails_gen[2]    ARRAY_OF_MAPS -> HASH  struct ignis_stack_part_key -> struct ignis_stack_part
+ *   sample_log      ARRAY         [(gen * nr_cpus + cpu) * log_cap + i] -> struct ignis_sample_key
+ *   cpu_windows     PERCPU_ARRAY  [gen] -> struct ignis_cpu_window
  *   counts_gen[2]   ARRAY_OF_MAPS -> HASH  struct ignis_sample_key -> __u64 sample count
  *   stats           PERCPU_ARRAY  [gen * STAT_NR + stat] -> __u64
  *   procs           LRU_HASH      tgid -> struct ignis_proc_state   (what BPF already announced)
@@ -25,6 +27,12 @@
  *   py_*              the Python walker's, described at struct ignis_py_proc
  *   offcpu_*          off-CPU time's (offcpu_gen in generations too), described at
  *                     struct ignis_offcpu_task
+ *
+ * A CPU sample is a record appended to its CPU's run of the window's sample_log: a write to
+ * memory only this CPU writes, with no hashing, where adding to a counts entry costs a hash
+ * of the key, a bucket and an element. When the run is full (a window longer than the log is
+ * sized for) the sample is added to its key's entry in counts_gen instead. The off-CPU
+ * programs add to their keys' entries in offcpu_gen (their values are nanoseconds).
  *
  * Two generations of the stack and count maps let the agent drain one while the sampler
  * writes the other: the agent flips `gen` (a global in .bss), waits for an RCU grace period
@@ -196,7 +204,18 @@ _Static_assert(IGNIS_MAX_STACK_DEPTH % IGNIS_STACK_PART_FRAMES == 0, "stack part
 #endif
 
 /*
- * Key of the counts maps: one entry per distinct (thread, process image, stacks, thread name)
+ * What one CPU did in one generation's window (cpu_windows, a per-CPU array indexed by
+ * generation), cleared by the agent when it drains the generation. Written only by the CPU
+ * sampler and its unwinder, which do not run twice at once on a CPU.
+ */
+struct ignis_cpu_window {
+	__u64 samples; /* samples taken: STAT_SAMPLES (the agent adds them to that counter) */
+	__u64 logged;  /* records this CPU appended to its run of sample_log */
+};
+_Static_assert(sizeof(struct ignis_cpu_window) == 16, "ignis_cpu_window size");
+
+/*
+ * A record of sample_log: one CPU sample. Key of the counts maps: one entry per distinct (thread, process image, stacks, thread name)
  * in a window. A process image is identified by (tgid, start_time, exec_id): tgids are
  * reused, and execve() keeps the tgid and start time but replaces every mapping.
  */
@@ -597,8 +616,10 @@ struct ignis_config {
 	__u64 offcpu_cost_ns;	   /* 1e9 / the cap in samples per second per CPU; 0: no cap */
 	__u64 offcpu_burst_ns;	   /* the most credit a CPU keeps */
 	__u32 switch_prev_state;   /* 1: sched_switch passes prev_state (5.18+) */
+	__u32 log_cap;		   /* records of each CPU's run in sample_log; 0: no log */
+	__u32 nr_cpus;		   /* possible CPUs: runs per generation in sample_log */
 	__u32 pad;
 };
-_Static_assert(sizeof(struct ignis_config) == 80, "ignis_config size");
+_Static_assert(sizeof(struct ignis_config) == 88, "ignis_config size");
 
 #endif /* IGNIS_BPF_PROFILER_H */

@@ -50,12 +50,16 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, g = read_gen(), zero = 0;
 	struct ignis_sample_key key = {};
+	struct ignis_cpu_window *cw;
 	struct task_info ti;
 	struct cpu_state *cs;
-	void *stacks, *counts;
 	bool user_mode;
+	void *stacks;
 
-	stat_inc(g, STAT_SAMPLES);
+	/* Only this program counts samples, one run per CPU at a time: no atomic needed. */
+	cw = bpf_map_lookup_elem(&cpu_windows, &g);
+	if (cw)
+		cw->samples++;
 	if (tgid == 0) {
 		stat_inc(g, STAT_IDLE);
 		return 0;
@@ -64,10 +68,8 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(g, STAT_FILTERED);
 		return 0;
 	}
-	stacks = bpf_map_lookup_elem(&stacks_gen, &g);
-	counts = bpf_map_lookup_elem(&counts_gen, &g);
 	cs = bpf_map_lookup_elem(&cpu_states, &zero);
-	if (!stacks || !counts || !cs) {
+	if (!cs) {
 		stat_inc(g, STAT_DROP_NO_GEN);
 		return 0;
 	}
@@ -91,6 +93,11 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 	}
 
 	if (!cfg.skip_walk) {
+		stacks = bpf_map_lookup_elem(&stacks_gen, &g);
+		if (!stacks) {
+			stat_inc(g, STAT_DROP_NO_GEN);
+			return 0;
+		}
 		user_mode = in_user_mode(ctx);
 		/* The kernel stack first: the table unwinder records the sample itself. A
 		 * sample in user mode has none (bpf_get_stack() would find 0 frames, after
@@ -112,7 +119,7 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 			}
 		}
 	}
-	record(g, counts, &key);
+	record(g, &key);
 	return 0;
 }
 

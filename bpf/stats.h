@@ -5,9 +5,9 @@
  * agent its accounting, Prometheus series and log keys, so that the agent's modules past the
  * drain use the table without seeing a BPF layout.
  *
- * Every sample lands in exactly one of: STAT_IDLE, STAT_FILTERED, a counts entry, or one of
- * the drop reasons STAT_DROP_*. The STAT_*_ERR reasons mark samples that were recorded but
- * with a stack missing.
+ * Every sample lands in exactly one of: STAT_IDLE, STAT_FILTERED, a record of the sample log,
+ * a counts entry (STAT_LOG_FULL: the log was full), or one of the drop reasons STAT_DROP_*.
+ * The STAT_*_ERR reasons mark samples that were recorded but with a stack missing.
  *
  * Each row gives the BPF enum (STAT_<id>), the agent's accounting, the Prometheus series
  * (family and label), the key in the window's debug line and the help text. A new counter is
@@ -128,6 +128,9 @@
 	  "Off-CPU samples lost to a full map (their nanoseconds are in no sample).")                   \
 	X(STACKS_CUT, "ignis_stacks_cut_total", "", "stacks_cut",                                       \
 	  "Stacks kept with their first 32 frames only: the stacks map had no room for the rest "       \
-	  "(they end in [truncated]).")
+	  "(they end in [truncated]).")                                                                 \
+	X(LOG_FULL, "ignis_samples_log_full_total", "", "log_full",                                     \
+	  "Samples counted in the counts map, not logged: their CPU's run of the sample log was "       \
+	  "full (the window ran longer than the log is sized for).")
 
 #endif /* IGNIS_BPF_STATS_H */

@@ -151,14 +151,9 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 {
 	struct uw_state *uw = &cs->uw;
 	__u32 g = uw->gen;
-	void *stacks = bpf_map_lookup_elem(&stacks_gen, &g), *counts;
+	void *stacks = bpf_map_lookup_elem(&stacks_gen, &g), *offcpu;
 
-	if (uw->offcpu_ns)
-		counts = bpf_map_lookup_elem(&offcpu_gen, &g);
-	else
-		counts = bpf_map_lookup_elem(&counts_gen, &g);
-
-	if (!stacks || !counts) {
+	if (!stacks) {
 		/* Off-CPU time is not in the CPU samples' accounting. */
 		stat_inc(g, uw->offcpu_ns ? STAT_OFFCPU_DROPS : STAT_DROP_NO_GEN);
 		return;
@@ -176,10 +171,15 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 	if (uw->py.on && uw->py.frame && !(flags & STACK_F_TRUNCATED))
 		stat_inc(g, STAT_PY_UNMATCHED);
 	if (!uw->offcpu_ns) {
-		record(g, counts, &uw->key);
+		record(g, &uw->key);
 		return;
 	}
-	if (!record_ns(g, counts, &uw->key, uw->offcpu_ns)) {
+	offcpu = bpf_map_lookup_elem(&offcpu_gen, &g);
+	if (!offcpu) {
+		stat_inc(g, STAT_OFFCPU_DROPS);
+		return;
+	}
+	if (!record_ns(g, offcpu, &uw->key, uw->offcpu_ns)) {
 		stat_inc(g, STAT_OFFCPU_SAMPLES);
 		stat_add(g, STAT_OFFCPU_WALKED_NS, uw->offcpu_ns);
 	}

@@ -29,6 +29,7 @@
 
 #define COUNTS_CHUNK 1024
 #define STACKS_CHUNK 256
+#define LOG_CHUNK    1024
 
 /* The plain data of samples.h copies BPF's flags and marks: they must be the same bits. */
 _Static_assert(SAMPLE_KTHREAD == SAMPLE_F_KTHREAD && SAMPLE_USTACK_ERR == SAMPLE_F_USTACK_ERR &&
@@ -333,6 +334,103 @@ static int drain_stats(int fd, unsigned int gen, struct drained_window *w)
 	return err;
 }
 
+/* Read n records of the sample log from index first into out: in batches (Linux 5.6), else
+ * one by one. Returns 0 or a negative errno. */
+static int read_records(int fd, uint32_t first, uint32_t n, struct ignis_sample_key *out)
+{
+	uint32_t *keys = calloc(LOG_CHUNK, sizeof(*keys)), done = 0, count, in, outk, i;
+	int err = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	while (done < n) {
+		count = n - done < LOG_CHUNK ? n - done : LOG_CHUNK;
+		in = first + done - 1; /* the batch starts after in_batch */
+		if (!bpf_map_lookup_batch(fd, first + done ? &in : NULL, &outk, keys, out + done,
+					  &count, NULL) ||
+		    (errno == ENOENT && count)) {
+			done += count;
+			continue;
+		}
+		err = -errno;
+		if (err != -EINVAL && err != -EOPNOTSUPP && err != -ENOTSUPP)
+			break;
+		err = 0;
+		for (i = done; i < n && !err; i++) {
+			in = first + i;
+			if (bpf_map_lookup_elem(fd, &in, out + i))
+				err = -errno;
+		}
+		done = n;
+	}
+	free(keys);
+	return err;
+}
+
+static int cmp_sample_key(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct ignis_sample_key));
+}
+
+/*
+ * The CPU samples of a generation: each CPU's count of samples taken added to the window's
+ * counter (after drain_stats()), and every CPU's run of the sample log read, sorted, and
+ * each run of equal keys added as one sample with its count. The CPUs' figures are zeroed
+ * even when a read fails, so no record is counted twice. Returns 0 or a negative errno.
+ */
+static int drain_log(struct sampler *s, unsigned int gen, struct drained_window *w)
+{
+	int nr_cpus = libbpf_num_possible_cpus(), cw_fd = sampler__cpu_windows_fd(s), cpu, err;
+	uint32_t cap = sampler__log_cap(s), key = gen & 1;
+	struct ignis_sample_key *recs = NULL;
+	struct ignis_cpu_window *cws;
+	struct drained_sample ds;
+	size_t total = 0, i, j;
+
+	if (nr_cpus <= 0)
+		return -EINVAL;
+	cws = calloc((size_t)nr_cpus, sizeof(*cws));
+	if (!cws)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(cw_fd, &key, cws)) {
+		err = -errno;
+		goto out;
+	}
+	for (cpu = 0; cpu < nr_cpus; cpu++) {
+		w->counters.v[CNT_SAMPLES] += cws[cpu].samples;
+		if (cws[cpu].logged > cap) /* not the programs' doing: read no more than a run */
+			cws[cpu].logged = cap;
+		total += cws[cpu].logged;
+	}
+	recs = malloc((total ? total : 1) * sizeof(*recs));
+	if (!recs) {
+		err = -ENOMEM;
+		goto zero;
+	}
+	for (cpu = 0, total = 0; cpu < nr_cpus; cpu++) {
+		err = read_records(sampler__log_fd(s), ((uint32_t)key * nr_cpus + cpu) * cap,
+				   (uint32_t)cws[cpu].logged, recs + total);
+		if (err)
+			goto zero;
+		total += cws[cpu].logged;
+	}
+	qsort(recs, total, sizeof(*recs), cmp_sample_key);
+	for (i = 0; i < total && !err; i = j) {
+		for (j = i + 1; j < total && !cmp_sample_key(&recs[i], &recs[j]); j++)
+			;
+		drain_sample_of(&recs[i], j - i, &ds);
+		err = drained_window__add_sample(w, &ds);
+	}
+zero:
+	memset(cws, 0, (size_t)nr_cpus * sizeof(*cws));
+	if (bpf_map_update_elem(cw_fd, &key, cws, BPF_ANY) && !err)
+		err = -errno;
+out:
+	free(recs);
+	free(cws);
+	return err;
+}
+
 int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 {
 	struct stacks_read sr;
@@ -360,6 +458,11 @@ int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 	if (sr.parts.cut)
 		pr_warn("drain: %llu stacks had a part missing: cut before it, [truncated]",
 			(unsigned long long)sr.parts.cut);
+	err = drain_log(s, gen, w);
+	if (err) {
+		pr_warn("drain: cannot read the CPU samples' log: %s", strerror(-err));
+		return err;
+	}
 	err = drain_map(sampler__counts_fd(s, gen), sizeof(struct ignis_sample_key),
 			sizeof(uint64_t), COUNTS_CHUNK, w, counts_entry);
 	if (err) {

@@ -43,6 +43,8 @@
 #define MAX_MAP_ENTRIES	      (256U * 1024)
 #define SIZING_HEADROOM_PCT   150
 #define STACK_TAILS_PER_STACK 1
+/* The sample log's records per CPU and generation at most: 576 KiB a CPU (72-byte records). */
+#define MAX_LOG_RECORDS 4096U
 /* procs (LRU): the process images BPF announced; an evicted one is announced again (one
  * event, which the agent finds known, and a capture of its mappings). Twice a window's
  * samples: every process a window can sample, and the previous window's. Off-CPU time
@@ -78,6 +80,7 @@ struct sampler {
 	uint32_t max_tails;   /* entries of each generation's tails map */
 	uint32_t max_procs;   /* entries of procs */
 	uint32_t max_samples;
+	uint32_t log_cap;	 /* records of each CPU's run in a generation's sample log */
 	uint32_t max_offcpu;	 /* entries of each generation's off-CPU map */
 	bool unwinds;		 /* the table unwinder is loaded */
 	uint64_t events_read_ns; /* CLOCK_MONOTONIC after the last poll that read events */
@@ -392,6 +395,8 @@ static int load(struct sampler *s, bool unwind, bool files)
 	skel->rodata->cfg.user_stacks = opts->user_stacks;
 	skel->rodata->cfg.kernel_stacks = opts->kernel_stacks;
 	skel->rodata->cfg.skip_walk = opts->skip_walk;
+	skel->rodata->cfg.log_cap = s->log_cap;
+	skel->rodata->cfg.nr_cpus = (uint32_t)s->nr_possible;
 	skel->rodata->cfg.filter_pids = opts->nr_pids > 0;
 	skel->rodata->cfg.mmap_event_gap_ns = opts->mmap_event_gap_ns;
 	skel->rodata->cfg.unwind_tables = unwind;
@@ -431,6 +436,10 @@ static int load(struct sampler *s, bool unwind, bool files)
 		if (err)
 			goto err_size;
 	}
+	err = bpf_map__set_max_entries(skel->maps.sample_log,
+				       2 * s->log_cap * (uint32_t)s->nr_possible);
+	if (err)
+		goto err_size;
 	if (!opts->offcpu) {
 		/* Task storage for tracing programs needs 5.13: without --off-cpu nothing of it is created. */
 		bpf_map__set_autocreate(skel->maps.offcpu_tasks, false);
@@ -533,6 +542,11 @@ struct sampler *sampler__new(const struct sampler_opts *opts)
 	nr_cpus = s->nr_possible;
 	/* A sample needs one count entry and at most two new stacks. */
 	s->max_samples = size_map(opts->max_samples, opts, 1, nr_cpus);
+	/* A CPU's samples of a window; past them (a late drain, a high rate) samples go to
+	 * counts, which keeps a key once. */
+	s->log_cap = opts->log_records ? opts->log_records : size_map(0, opts, 1, 1);
+	if (!opts->log_records && s->log_cap > MAX_LOG_RECORDS)
+		s->log_cap = MAX_LOG_RECORDS;
 	s->max_offcpu = s->max_samples * 4 < MAX_MAP_ENTRIES ? s->max_samples * 4 : MAX_MAP_ENTRIES;
 	if (s->max_offcpu < 8192)
 		s->max_offcpu = 8192;
@@ -887,6 +901,21 @@ int sampler__tails_fd(const struct sampler *s, unsigned int gen)
 int sampler__counts_fd(const struct sampler *s, unsigned int gen)
 {
 	return bpf_map__fd(gen & 1 ? s->skel->maps.counts_1 : s->skel->maps.counts_0);
+}
+
+int sampler__log_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.sample_log);
+}
+
+int sampler__cpu_windows_fd(const struct sampler *s)
+{
+	return bpf_map__fd(s->skel->maps.cpu_windows);
+}
+
+uint32_t sampler__log_cap(const struct sampler *s)
+{
+	return s->log_cap;
 }
 
 int sampler__stats_fd(const struct sampler *s)

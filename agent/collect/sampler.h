@@ -51,6 +51,7 @@ struct sampler_opts {
 	size_t nr_pids;
 	uint32_t max_stacks;	    /* stacks per window (and as many further parts), 0: sized */
 	uint32_t max_samples;	    /* entries of each generation's counts map, 0: sized */
+	uint32_t log_records;	    /* records of each CPU's run in the sample log, 0: sized */
 	unsigned int window_sec;    /* window length, used to size the maps */
 	uint64_t mmap_event_gap_ns; /* see struct ignis_config */
 	/* The table unwinder (--unwind): off, or on where the kernel accepts it (auto), or
@@ -120,6 +121,11 @@ int sampler__stacks_fd(const struct sampler *s, unsigned int gen);
 int sampler__tails_fd(const struct sampler *s, unsigned int gen); /* deep stacks' later parts */
 int sampler__counts_fd(const struct sampler *s, unsigned int gen);
 int sampler__stats_fd(const struct sampler *s);
+/* The CPU samples' log (bpf/profiler.h): its records, the records of a CPU's run, and the
+ * per-CPU array of what each CPU did in each generation (struct ignis_cpu_window). */
+int sampler__log_fd(const struct sampler *s);
+uint32_t sampler__log_cap(const struct sampler *s);
+int sampler__cpu_windows_fd(const struct sampler *s);
 int sampler__procs_fd(const struct sampler *s);
 /* True when the off-CPU programs are attached; then each generation's off-CPU map. */
 bool sampler__offcpu(const struct sampler *s);

@@ -391,6 +391,16 @@ static int opt_skip_walk(struct agent_config *cfg, const char *arg, char *why, s
 	return option_set_flag(&cfg->skip_walk, false, arg, why, len);
 }
 
+static int opt_log_records(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (option_parse_uint(arg, 0, 1U << 16, &v))
+		return WHY("must be 0 (sized from frequency and interval) to 65536");
+	cfg->log_records = (uint32_t)v;
+	return 0;
+}
+
 static int opt_version(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	return option_set_flag(&cfg->show_version, false, arg, why, len);
@@ -580,6 +590,10 @@ static const struct option_desc agent_options[] = {
 	/* Hidden: its place in the table shows nowhere. */
 	{ "bench-skip-walk", 0, NULL, "benchmarks only: sample without walking stacks", NULL,
 	  OPT_FLAG | OPT_HIDDEN, NULL, opt_skip_walk },
+	{ "test-log-records", 0, "N",
+	  "tests only: records of each CPU's run in the sample log (0: sized from frequency and "
+	  "interval)",
+	  "0", OPT_HIDDEN, NULL, opt_log_records },
 };
 
 static const struct option_desc actions[] = {

@@ -87,8 +87,9 @@ struct agent_config {
 	size_t nr_labels;
 	char **sample_labels; /* "comm", "thread_name" */
 	size_t nr_sample_labels;
-	char *config_file; /* where file settings came from, NULL: none */
-	bool skip_walk;	   /* benchmark only: sample without walking stacks */
+	char *config_file;    /* where file settings came from, NULL: none */
+	bool skip_walk;	      /* benchmark only: sample without walking stacks */
+	uint32_t log_records; /* tests only: records of a CPU's run in the sample log, 0: sized */
 	bool show_version;
 	bool show_help;
 	bool print_config;

@@ -243,7 +243,25 @@ def test_sample_accounting():
     other work shares the CPUs, within 4 standard deviations of the binomial count that
     sampling makes), and every sample of every window is in the profile or in a drop
     counter."""
-    agent, out, pid = run_with_agent([workload("burn"), "4", "2"], interval=2)
+    windows = check_accounting()
+    check(not any(w["log_full"] for w in windows), f"the sample log was full: {windows}")
+
+
+def test_sample_accounting_past_a_full_sample_log():
+    """The same with each CPU's run of the sample log cut to 16 records (bpf/profiler.h): a
+    window's later samples go to the counts map, and none is lost or counted twice; the
+    burner's stacks are as whole as when logged."""
+    windows = check_accounting("--test-log-records", "16")
+    # A 2 s window of a 2-thread burner has about 400 samples, of which 32 fit the log.
+    full = sum(w["log_full"] for w in windows)
+    logged = sum(w["recorded"] - w["log_full"] for w in windows)
+    check(full > 300 and logged > 0, f"{full} samples past the log, {logged} in it: {windows}")
+
+
+def check_accounting(*agent_args):
+    """test_sample_accounting's checks, with these agent arguments. Returns the windows."""
+    agent, out, pid = run_with_agent([workload("burn"), "4", "2"], interval=2,
+                                     agent_args=agent_args)
     cpu_ns = int(re.search(r"cpu_ns=(\d+)", out).group(1))
     wall_ns = int(re.search(r"wall_ns=(\d+)", out).group(1))
     expected = cpu_ns / 1e9 * 100
@@ -263,6 +281,12 @@ def test_sample_accounting():
               f"window does not add up: {w}")
         check(w["profiled"] + w["cap_dropped"] == w["recorded"], f"window {w}")
         check(w["dropped"] <= 0.001 * max(w["samples"], 1000), f"drops {w}")
+    # The user part is judged (under any interrupt): the main thread's and the other's.
+    named = sum(s["count"] for p, s in merged_samples(profiles_of(agent), pid=pid)
+                if p.user_frames(s)[:4] == ["burn_spin", "burn_loop", "burn_threads", "main"]
+                or p.user_frames(s)[:3] == ["burn_spin", "burn_loop", "start_thread"])
+    check(named >= 0.95 * got, f"only {named} of {got} samples fully named")
+    return windows
 
 
 def test_python_busy_loop():

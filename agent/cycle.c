@@ -107,7 +107,8 @@ static unsigned int nr_cpus(const struct cycle *c)
 }
 
 /* The accounting identity of each window, which the tests check: every sample BPF took is
- * idle, filtered, recorded in the counts map or dropped (counted by reason). */
+ * idle, filtered, recorded (in the sample log or the counts map) or dropped (counted by
+ * reason). */
 static void balance(struct window *w)
 {
 	const uint64_t *v = w->dw.counters.v;

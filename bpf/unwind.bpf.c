@@ -146,8 +146,9 @@ __noinline int unwind_python(__u32 slot)
 }
 
 /* Store the unwound user stack and count the sample (or add its off-CPU time): the end of
- * every table walk. */
-static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
+ * every table walk. slot (a constant): the CPU sampler's walk, whose samples only it and
+ * the sampler record (see record()), or the off-CPU programs'. */
+static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags, __u32 slot)
 {
 	struct uw_state *uw = &cs->uw;
 	__u32 g = uw->gen;
@@ -170,7 +171,7 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags)
 	 * pair up (a part of the eval loop outside its known ranges). */
 	if (uw->py.on && uw->py.frame && !(flags & STACK_F_TRUNCATED))
 		stat_inc(g, STAT_PY_UNMATCHED);
-	if (!uw->offcpu_ns) {
+	if (slot == CPU_STATE_SAMPLE) {
 		record(g, &uw->key);
 		return;
 	}
@@ -201,7 +202,7 @@ static __always_inline int unwind_run(void *ctx, void *prog_array, __u32 slot, b
 		stat_inc(cs->uw.gen, STAT_UNWIND_TAIL_CALL);
 		r = STEP_TRUNCATED;
 	}
-	unwind_finish(cs, unwind_end_flags(r));
+	unwind_finish(cs, unwind_end_flags(r), slot);
 	return 0;
 }
 

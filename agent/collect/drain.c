@@ -372,6 +372,25 @@ static int cmp_sample_key(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct ignis_sample_key));
 }
 
+/* Zero a generation's cpu_windows: its samples and its runs of the log start empty again.
+ * Returns 0 or a negative errno. */
+static int clear_cpu_windows(struct sampler *s, unsigned int gen)
+{
+	int nr_cpus = libbpf_num_possible_cpus(), err = 0;
+	struct ignis_cpu_window *cws;
+	uint32_t key = gen & 1;
+
+	if (nr_cpus <= 0)
+		return -EINVAL;
+	cws = calloc((size_t)nr_cpus, sizeof(*cws));
+	if (!cws)
+		return -ENOMEM;
+	if (bpf_map_update_elem(sampler__cpu_windows_fd(s), &key, cws, BPF_ANY))
+		err = -errno;
+	free(cws);
+	return err;
+}
+
 /*
  * The CPU samples of a generation: each CPU's count of samples taken added to the window's
  * counter (after drain_stats()), and every CPU's run of the sample log read, sorted, and
@@ -380,7 +399,7 @@ static int cmp_sample_key(const void *a, const void *b)
  */
 static int drain_log(struct sampler *s, unsigned int gen, struct drained_window *w)
 {
-	int nr_cpus = libbpf_num_possible_cpus(), cw_fd = sampler__cpu_windows_fd(s), cpu, err;
+	int nr_cpus = libbpf_num_possible_cpus(), cw_fd = sampler__cpu_windows_fd(s), cpu, err, ret;
 	uint32_t cap = sampler__log_cap(s), key = gen & 1;
 	struct ignis_sample_key *recs = NULL;
 	struct ignis_cpu_window *cws;
@@ -422,9 +441,9 @@ static int drain_log(struct sampler *s, unsigned int gen, struct drained_window 
 		err = drained_window__add_sample(w, &ds);
 	}
 zero:
-	memset(cws, 0, (size_t)nr_cpus * sizeof(*cws));
-	if (bpf_map_update_elem(cw_fd, &key, cws, BPF_ANY) && !err)
-		err = -errno;
+	ret = clear_cpu_windows(s, gen);
+	if (!err)
+		err = ret;
 out:
 	free(recs);
 	free(cws);
@@ -439,6 +458,8 @@ int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 	err = drain_stats(sampler__stats_fd(s), gen, w);
 	if (err) {
 		pr_warn("drain: cannot read counters: %s", strerror(-err));
+		/* The window is lost: its CPU samples must not join the generation's next. */
+		clear_cpu_windows(s, gen);
 		return err;
 	}
 	sr.w = w;
@@ -453,6 +474,7 @@ int drain__read(struct sampler *s, unsigned int gen, struct drained_window *w)
 	stack_parts__fini(&sr.parts);
 	if (err) {
 		pr_warn("drain: cannot read stacks: %s", strerror(-err));
+		clear_cpu_windows(s, gen);
 		return err;
 	}
 	if (sr.parts.cut)

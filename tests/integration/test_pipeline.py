@@ -141,6 +141,12 @@ def test_kernel_frames_leafward_of_user_frames():
         # wherever the workload was: the ordering above is all there is to check.
         if "asm_exc_page_fault" in frames[:first_user]:
             continue
+        # The dynamic loader mapping the libraries at start-up, before main: its own mmap
+        # and mprotect, in a process whose tables are not published yet (the walk may end
+        # in [truncated] there). Again the ordering is all there is to check.
+        if "main" not in frames[first_user:] and \
+                any(f in ("do_mmap", "do_mprotect_pkey") for f in frames[:first_user]):
+            continue
         if first_user < len(frames):
             user = frames[first_user:]
             # The workload's own system calls: its reads, and (run for CPU time) its read of
@@ -248,14 +254,16 @@ def test_sample_accounting():
 
 
 def test_sample_accounting_past_a_full_sample_log():
-    """The same with each CPU's run of the sample log cut to 16 records (bpf/profiler.h): a
+    """The same with each CPU's run of the sample log cut to 4 records (bpf/profiler.h): a
     window's later samples go to the counts map, and none is lost or counted twice; the
     burner's stacks are as whole as when logged."""
-    windows = check_accounting("--test-log-records", "16")
-    # A 2 s window of a 2-thread burner has about 400 samples, of which 32 fit the log.
+    windows = check_accounting("--test-log-records", "4")
+    # The burner's 2 threads bring about 800 samples; each window logs at most 4 a CPU.
     full = sum(w["log_full"] for w in windows)
     logged = sum(w["recorded"] - w["log_full"] for w in windows)
-    check(full > 300 and logged > 0, f"{full} samples past the log, {logged} in it: {windows}")
+    room = sum(4 * w["cpus"] for w in windows)
+    check(0 < logged <= room and full >= 400,
+          f"{logged} samples logged (room for {room}), {full} past the log: {windows}")
 
 
 def check_accounting(*agent_args):

@@ -372,6 +372,22 @@ static int cmp_sample_key(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct ignis_sample_key));
 }
 
+int drain_log_records(struct ignis_sample_key *recs, size_t n, struct drained_window *w)
+{
+	struct drained_sample ds;
+	size_t i, j;
+	int err = 0;
+
+	qsort(recs, n, sizeof(*recs), cmp_sample_key);
+	for (i = 0; i < n && !err; i = j) {
+		for (j = i + 1; j < n && !cmp_sample_key(&recs[i], &recs[j]); j++)
+			;
+		drain_sample_of(&recs[i], j - i, &ds);
+		err = drained_window__add_sample(w, &ds);
+	}
+	return err;
+}
+
 /* Zero a generation's cpu_windows: its samples and its runs of the log start empty again.
  * Returns 0 or a negative errno. */
 static int clear_cpu_windows(struct sampler *s, unsigned int gen)
@@ -403,8 +419,7 @@ static int drain_log(struct sampler *s, unsigned int gen, struct drained_window 
 	uint32_t cap = sampler__log_cap(s), key = gen & 1;
 	struct ignis_sample_key *recs = NULL;
 	struct ignis_cpu_window *cws;
-	struct drained_sample ds;
-	size_t total = 0, i, j;
+	size_t total = 0;
 
 	if (nr_cpus <= 0)
 		return -EINVAL;
@@ -433,13 +448,7 @@ static int drain_log(struct sampler *s, unsigned int gen, struct drained_window 
 			goto zero;
 		total += cws[cpu].logged;
 	}
-	qsort(recs, total, sizeof(*recs), cmp_sample_key);
-	for (i = 0; i < total && !err; i = j) {
-		for (j = i + 1; j < total && !cmp_sample_key(&recs[i], &recs[j]); j++)
-			;
-		drain_sample_of(&recs[i], j - i, &ds);
-		err = drained_window__add_sample(w, &ds);
-	}
+	err = drain_log_records(recs, total, w);
 zero:
 	ret = clear_cpu_windows(s, gen);
 	if (!err)

@@ -15,6 +15,14 @@ struct ignis_sample_key;
 /* A counts-map entry (key, count) as a drained sample; the thread name is NUL-terminated. */
 void drain_sample_of(const struct ignis_sample_key *k, uint64_t count, struct drained_sample *s);
 
+/*
+ * The records of the sample log (bpf/profiler.h), n of them, sorted in place and added to w
+ * as one sample per distinct key with the number of its records as count. Returns 0 or
+ * -ENOMEM.
+ */
+int drain_log_records(struct ignis_sample_key *recs, size_t n,
+		      struct drained_window *w) __must_check;
+
 /* The generation's counters, stats[STAT_NR] summed over CPUs, into the BPF rows of c. */
 void drain_counters_of(const uint64_t *stats, struct counters *c);
 

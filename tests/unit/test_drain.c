@@ -39,6 +39,53 @@ static void test_sample_of(void **state)
 	assert_int_equal(strlen(s.comm), COMM_LEN - 1);
 }
 
+/* The sample log's records: one sample per distinct key, counted; keys that differ in any
+ * byte (here the thread name only) stay apart, whatever the records' order. */
+static void test_log_records(void **state)
+{
+	struct ignis_sample_key recs[6], a, b, c;
+	struct drained_window w;
+	uint64_t count_a = 0, count_b = 0, count_c = 0;
+	size_t i;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.tgid = a.pid = 100;
+	a.start_time = 5;
+	a.user_stack = (struct ignis_stack_id){ .lo = 11, .hi = 12 };
+	strcpy(a.comm, "worker");
+	b = a;
+	b.pid = 101;
+	c = a;
+	strcpy(c.comm, "worker2");
+	recs[0] = a, recs[1] = b, recs[2] = a, recs[3] = c, recs[4] = a, recs[5] = b;
+	drained_window__init(&w);
+	assert_int_equal(drain_log_records(recs, 6, &w), 0);
+	assert_int_equal(w.nr_samples, 3);
+	assert_int_equal(w.nr_counted, 6);
+	for (i = 0; i < w.nr_samples; i++) {
+		const struct drained_sample *s = &w.samples[i];
+
+		assert_int_equal(s->tgid, 100);
+		assert_int_equal(s->user_stack.lo, 11);
+		if (s->pid == 101)
+			count_b += s->count;
+		else if (!strcmp(s->comm, "worker2"))
+			count_c += s->count;
+		else if (!strcmp(s->comm, "worker"))
+			count_a += s->count;
+	}
+	assert_int_equal(count_a, 3);
+	assert_int_equal(count_b, 2);
+	assert_int_equal(count_c, 1);
+	drained_window__fini(&w);
+
+	drained_window__init(&w); /* none: nothing added */
+	assert_int_equal(drain_log_records(recs, 0, &w), 0);
+	assert_int_equal(w.nr_samples, 0);
+	drained_window__fini(&w);
+}
+
 /* Every BPF counter lands in the table's row of the same name. */
 static void test_counters_of(void **state)
 {
@@ -156,5 +203,6 @@ static void test_stack_parts(void **state)
 	drained_window__fini(&w);
 }
 
-UNIT_MAIN("drain", cmocka_unit_test(test_sample_of), cmocka_unit_test(test_counters_of),
-	  cmocka_unit_test(test_stacks), cmocka_unit_test(test_stack_parts))
+UNIT_MAIN("drain", cmocka_unit_test(test_sample_of), cmocka_unit_test(test_log_records),
+	  cmocka_unit_test(test_counters_of), cmocka_unit_test(test_stacks),
+	  cmocka_unit_test(test_stack_parts))

@@ -46,6 +46,18 @@
  * one run per 16 eval frames, under the kernel's 33. */
 #define UNWIND_FRAMES_PER_RUN 16
 
+/* The walk's copy of the user stack: UNWIND_STACK_CHUNKS chunks of UNWIND_CHUNK_SIZE bytes
+ * from the one that holds the sampled sp, each copied when the walk first reads it
+ * (read_stack()). A chunk is aligned to its size, so it never spans two pages. */
+#define UNWIND_CHUNK_SIZE	512
+#define UNWIND_STACK_CHUNKS	16
+#define UNWIND_STACK_COPY_WORDS (UNWIND_STACK_CHUNKS * UNWIND_CHUNK_SIZE / 8)
+
+/* Hints of earlier walks on this CPU: where the search of a table, or of a process's
+ * mappings, ended for a pc (see row_hint() and map_hint()). */
+#define UNWIND_ROW_HINTS 64
+#define UNWIND_MAP_HINTS 16
+
 #include "python.bpf.h"
 
 /* Where the table unwinder is, kept across its tail calls (in struct cpu_state). */
@@ -82,6 +94,22 @@ struct uw_state {
 	__u32 rc_lo, rc_hi;
 	struct ignis_sample_key key;
 	struct uw_python py;
+	/* The copy of the stack's chunks from stack_base: bit i of stack_copied says chunk i
+	 * is in stack_copy, of stack_unreadable that it could not be read. Reading a chunk
+	 * costs about what reading a word does (on the test VM ~0.1 us each), and a frame
+	 * takes one or two words; a whole page would cost more, its part below sp cold. */
+	/* Indexes the searches found for earlier pcs, kept from walk to walk (unwind_begin()
+	 * leaves them): a hint is only a guess, checked against the entries it names, so an
+	 * entry freed and reused since costs a search, never a wrong answer. On the test VM
+	 * each probe of a search is a cache miss: ~0.3 us a search. */
+	__u32 row_hints[UNWIND_ROW_HINTS];
+	__u32 map_hints[UNWIND_MAP_HINTS];
+	__u64 word;	  /* read_stack()'s */
+	__u64 sigregs[7]; /* rbp .. rip of a signal frame's struct sigcontext */
+	__u64 stack_base;
+	__u32 stack_copied;
+	__u32 stack_unreadable;
+	__u64 stack_copy[UNWIND_STACK_COPY_WORDS];
 };
 
 /* What one step of the unwinder concluded. */
@@ -104,6 +132,54 @@ static __always_inline int lookup_file(struct uw_state *uw, __u64 pc);
  * is released by an irq_work, which the next call finds busy), so a second one is counted
  * busy and costs little; the off-CPU walk, in a system call, may take more. */
 #define UNWIND_FILE_TRIES 4
+
+/*
+ * The 8-byte word of the user stack at addr into uw->word: from the walk's copy of the
+ * stack when addr is in its chunks (copying a chunk the first time the walk reads from
+ * it), else read_user(). 0, or a negative errno with the word zeroed, as read_user(). The
+ * copy is taken while the task is stopped in the sample (or the system call), so it holds
+ * what a read of the word would return. The word, like the signal frame's registers, is
+ * in the walk's state rather than on the BPF stack, which the walk and the lookup by file
+ * it may call share (512 bytes).
+ */
+static __always_inline long read_stack(struct uw_state *uw, __u64 addr)
+{
+	__u64 *dst = &uw->word;
+
+	__u64 off = addr - uw->stack_base;
+	__u32 chunk = (__u32)(off / UNWIND_CHUNK_SIZE), bit;
+
+	if ((addr & 7) || addr < uw->stack_base || chunk >= UNWIND_STACK_CHUNKS)
+		return read_user(dst, sizeof(*dst), addr);
+	bit = 1U << chunk;
+	if (!(uw->stack_copied & bit)) {
+		if (uw->stack_unreadable & bit)
+			return read_user(dst, sizeof(*dst), addr);
+		if (read_user(&uw->stack_copy[(chunk & (UNWIND_STACK_CHUNKS - 1)) *
+					      (UNWIND_CHUNK_SIZE / 8)],
+			      UNWIND_CHUNK_SIZE,
+			      uw->stack_base + (__u64)chunk * UNWIND_CHUNK_SIZE)) {
+			uw->stack_unreadable |= bit;
+			return read_user(dst, sizeof(*dst), addr);
+		}
+		uw->stack_copied |= bit;
+	}
+	*dst = uw->stack_copy[(off / 8) & (UNWIND_STACK_COPY_WORDS - 1)];
+	return 0;
+}
+
+/* The slots of a pc's hints: a multiplicative hash of the table and the pc (rel from the
+ * table's base), or of the process and the pc's megabyte (a mapping spans many pcs). */
+static __always_inline __u32 row_hint_slot(__u32 row_start, __u32 rel)
+{
+	return ((rel ^ (row_start << 7)) * 0x9e3779b1U) >> (32 - 6) & (UNWIND_ROW_HINTS - 1);
+}
+
+static __always_inline __u32 map_hint_slot(__u32 tgid, __u64 pc)
+{
+	return (((__u32)(pc >> 20) ^ (tgid << 9)) * 0x9e3779b1U) >> (32 - 4) &
+	       (UNWIND_MAP_HINTS - 1);
+}
 
 /* The mapping of unwind_maps[start, start + n) whose [start, end) holds pc: its index, or -1. */
 static __always_inline int find_mapping(__u32 start, __u32 n, __u64 pc)
@@ -191,7 +267,7 @@ static inline int unwind_find_row(__u32 start, __u32 n, __u32 rel)
  */
 static __always_inline int step_frame_pointer(struct uw_state *uw, bool no_table)
 {
-	__u64 frame[2]; /* saved rbp, return address */
+	__u64 ra;
 
 	if (!uw->bp_valid) {
 		stat_inc(uw->gen, STAT_UNWIND_LOST);
@@ -199,13 +275,19 @@ static __always_inline int step_frame_pointer(struct uw_state *uw, bool no_table
 	}
 	if (!uw->bp)
 		return STEP_END; /* the end of a frame-pointer chain: judged by its root */
-	if (read_user(frame, sizeof(frame), uw->bp)) {
+	/* The return address, then the saved rbp below it. */
+	if (read_stack(uw, uw->bp + 8)) {
+		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
+		return STEP_TRUNCATED;
+	}
+	ra = uw->word;
+	if (read_stack(uw, uw->bp)) {
 		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
 		return STEP_TRUNCATED;
 	}
 	uw->sp = uw->bp + 16;
-	uw->bp = frame[0];
-	uw->pc = frame[1];
+	uw->bp = uw->word;
+	uw->pc = ra;
 	uw->exact = 0;
 	uw->fp = no_table;
 	return uw->pc ? STEP_CONTINUE : STEP_END;
@@ -249,7 +331,7 @@ static __always_inline void swap_mappings(struct uw_state *uw)
 static __always_inline int find_pc_mapping(struct uw_state *uw, __u64 pc, bool by_file)
 {
 	const struct ignis_unwind_mapping *m;
-	__u32 idx;
+	__u32 idx, slot;
 	int mi;
 
 	if (pc >= uw->m_start && pc < uw->m_end)
@@ -258,7 +340,18 @@ static __always_inline int find_pc_mapping(struct uw_state *uw, __u64 pc, bool b
 		swap_mappings(uw);
 		return 0;
 	}
-	mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
+	/* The hint: a mapping of this process's extent that holds pc is the one the search
+	 * would find (the mappings do not overlap). */
+	slot = map_hint_slot(uw->tgid, pc);
+	idx = uw->map_hints[slot];
+	m = idx - uw->map_start < uw->nr_maps ? lookup_mapping(idx) : NULL;
+	if (m && pc >= m->start && pc < m->end) {
+		mi = (int)idx;
+	} else {
+		mi = unwind_find_mapping(uw->map_start, uw->nr_maps, pc);
+		if (mi >= 0)
+			uw->map_hints[slot] = (__u32)mi;
+	}
 	if (mi < 0) {
 		if (!by_file || !uw->by_file || uw->file_tries >= UNWIND_FILE_TRIES)
 			return -1;
@@ -293,8 +386,7 @@ static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 {
 	const struct ignis_unwind_row *row, *next;
 	__u64 pc = first || uw->exact ? uw->pc : uw->pc - 1, cfa, rel, ra;
-	__u64 sigregs[7]; /* rbp .. rip of the signal frame's struct sigcontext */
-	__u32 idx, cfa_type, rbp_type;
+	__u32 idx, slot, cfa_type, rbp_type;
 	bool last;
 	__s64 off;
 	int mi, ri;
@@ -325,14 +417,25 @@ static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 		   (__u32)rel < uw->rc_hi) {
 		row = &uw->rc_row;
 	} else {
-		ri = unwind_find_row(uw->m_row_start, uw->m_nr_rows, (__u32)rel);
-		idx = (__u32)ri;
-		row = ri < 0 ? NULL : lookup_row(idx);
+		/* The hint first: a row of this table whose range holds rel is the one the
+		 * search would find. The next row's pc ends a row's range (the last row's: the
+		 * table's). */
+		slot = row_hint_slot(uw->m_row_start, (__u32)rel);
+		idx = uw->row_hints[slot];
+		row = idx - uw->m_row_start < uw->m_nr_rows ? lookup_row(idx) : NULL;
+		last = idx + 1 - uw->m_row_start >= uw->m_nr_rows;
+		next = row && !last ? lookup_row(idx + 1) : NULL;
+		if (!row || row->pc > (__u32)rel || (!last && (!next || (__u32)rel >= next->pc))) {
+			ri = unwind_find_row(uw->m_row_start, uw->m_nr_rows, (__u32)rel);
+			idx = (__u32)ri;
+			row = ri < 0 ? NULL : lookup_row(idx);
+			last = idx + 1 - uw->m_row_start >= uw->m_nr_rows;
+			next = row && !last ? lookup_row(idx + 1) : NULL;
+			if (row)
+				uw->row_hints[slot] = idx;
+		}
 		if (row) {
-			/* The next row's pc ends this one's range (the last row's: the table's; a
-			 * next row that cannot be read: an empty range, nothing cached). */
-			last = idx + 1 >= uw->m_row_start + uw->m_nr_rows;
-			next = last ? NULL : lookup_row(idx + 1);
+			/* A next row that cannot be read: an empty range, nothing cached. */
 			uw->rc_row = *row;
 			uw->rc_row_start = uw->m_row_start;
 			uw->rc_nr_rows = uw->m_nr_rows;
@@ -366,14 +469,14 @@ static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 		return STEP_COMPLETE;
 	case UNWIND_CFA_SIGNAL:
 		/* sigcontext from rbp (rsp + 120) to rip (rsp + 168). */
-		if (read_user(sigregs, sizeof(sigregs), uw->sp + 120)) {
+		if (read_user(uw->sigregs, sizeof(uw->sigregs), uw->sp + 120)) {
 			stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
 			return STEP_TRUNCATED;
 		}
-		uw->bp = sigregs[0];
+		uw->bp = uw->sigregs[0];
 		uw->bp_valid = 1;
-		uw->sp = sigregs[5];
-		uw->pc = sigregs[6];
+		uw->sp = uw->sigregs[5];
+		uw->pc = uw->sigregs[6];
 		uw->exact = 1;
 		uw->fp = 0;
 		return uw->pc ? STEP_CONTINUE : STEP_END;
@@ -381,15 +484,17 @@ static __always_inline int step(struct uw_state *uw, bool first, bool by_file)
 		stat_inc(uw->gen, STAT_UNWIND_UNSUPPORTED);
 		return STEP_TRUNCATED;
 	}
-	if (read_user(&ra, sizeof(ra), cfa - 8)) {
+	if (read_stack(uw, cfa - 8)) {
 		stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
 		return STEP_TRUNCATED;
 	}
+	ra = uw->word;
 	if (rbp_type == UNWIND_RBP_AT_CFA && cfa_type != UNWIND_CFA_PLT) {
-		if (read_user(&uw->bp, sizeof(uw->bp), cfa + (__s64)row->rbp_off * 8)) {
+		if (read_stack(uw, cfa + (__s64)row->rbp_off * 8)) {
 			stat_inc(uw->gen, STAT_UNWIND_READ_FAULT);
 			return STEP_TRUNCATED;
 		}
+		uw->bp = uw->word;
 		uw->bp_valid = 1;
 	} else if (rbp_type == UNWIND_RBP_UNDEFINED) {
 		uw->bp_valid = 0;
@@ -430,6 +535,9 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
 	uw->py.drain = 0;
 	uw->offcpu_ns = 0;
 	uw->key = *key;
+	uw->stack_base = uw->sp & ~(__u64)(UNWIND_CHUNK_SIZE - 1);
+	uw->stack_copied = 0;
+	uw->stack_unreadable = 0;
 	stack->len = 0;
 }
 

@@ -51,6 +51,8 @@ static struct {
 	int nr_vmas;
 	int file_grants; /* lookups the kernel grants; the rest are refused (busy) */
 	int file_lookups;
+	int reads;	 /* read_user() calls */
+	int row_lookups; /* lookup_row() calls */
 } w;
 
 static struct ignis_unwind_mapping synthetic_map;
@@ -68,6 +70,7 @@ static inline const struct ignis_unwind_mapping *lookup_mapping(__u32 idx)
 
 static inline const struct ignis_unwind_row *lookup_row(__u32 idx)
 {
+	w.row_lookups++;
 	if (w.synthetic) {
 		synthetic_row.pc = idx;
 		return &synthetic_row;
@@ -78,6 +81,7 @@ static inline const struct ignis_unwind_row *lookup_row(__u32 idx)
 /* As bpf_probe_read_user(): all or nothing, the destination zeroed on a fault. */
 static inline long read_user(void *dst, __u32 size, __u64 addr)
 {
+	w.reads++;
 	if (addr < MEM_BASE || addr - MEM_BASE > MEM_SIZE || size > MEM_SIZE - (addr - MEM_BASE)) {
 		memset(dst, 0, size);
 		return -EFAULT;
@@ -708,6 +712,96 @@ static void test_failures_truncate_and_count_their_reason(void **state)
 	check_stats(0, STAT_UNWIND_LOST, 1);
 }
 
+/* The tables walk of test_tables_walk_to_the_outermost_frame(), in its world. */
+static void outermost_walk(struct walk *wk, const __u32 *row_hints, const __u32 *map_hints)
+{
+	world_init();
+	poke(S + 0x100, LIB + 0x1234);
+	poke(S + 0x108, EXE + 0x150);
+	poke(S + 0x180, S + 0x1c0);
+	poke(S + 0x188, EXE + R_NOFP_BODY);
+	poke(S + 0x198, EXE + R_NO_CFI + 0x10);
+	poke(S + 0x1c0, 0);
+	poke(S + 0x1c8, EXE + R_OUTERMOST + 0xa);
+	walk_begin(wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
+	if (row_hints)
+		memcpy(wk->uw.row_hints, row_hints, sizeof(wk->uw.row_hints));
+	if (map_hints)
+		memcpy(wk->uw.map_hints, map_hints, sizeof(wk->uw.map_hints));
+	walk_run(wk);
+	CHECK_IPS(wk, LIB + 0x100, EXE + 0x150, EXE + R_NOFP_BODY, EXE + R_OUTERMOST + 0xa);
+	assert_int_equal(wk->flags, STACK_F_COMPLETE);
+	assert_int_equal(wk->uw.sp, S + 0x1d0);
+	check_stats(0, STAT_NR, 0);
+}
+
+/*
+ * The hints an earlier walk left spare the searches of the next one, and a hint is only a
+ * guess: whatever index it holds (another table's row, a row past the table, another
+ * process's mapping, one freed and reused since), the walk is the same.
+ */
+static void test_hints_spare_searches_and_never_change_a_walk(void **state)
+{
+	__u32 row_hints[UNWIND_ROW_HINTS], map_hints[UNWIND_MAP_HINTS], junk, i;
+	struct walk wk;
+	int searched;
+
+	(void)state;
+	outermost_walk(&wk, NULL, NULL);
+	searched = w.row_lookups;
+	memcpy(row_hints, wk.uw.row_hints, sizeof(row_hints));
+	memcpy(map_hints, wk.uw.map_hints, sizeof(map_hints));
+	outermost_walk(&wk, row_hints, map_hints);
+	/* Each row found again costs its check (the row and the next), not a search. */
+	if (w.row_lookups >= searched)
+		fail_msg("%d row lookups with the hints, %d without", w.row_lookups, searched);
+
+	for (junk = 0; junk < 20; junk++) {
+		for (i = 0; i < UNWIND_ROW_HINTS; i++)
+			row_hints[i] = junk;
+		for (i = 0; i < UNWIND_MAP_HINTS; i++)
+			map_hints[i] = junk;
+		outermost_walk(&wk, row_hints, map_hints);
+	}
+	for (i = 0; i < UNWIND_ROW_HINTS; i++)
+		row_hints[i] = 0xffffffffU - i;
+	outermost_walk(&wk, row_hints, NULL);
+}
+
+/*
+ * The walk copies the stack a chunk at a time, each chunk once: IGNIS_MAX_STACK_DEPTH
+ * frames of 16 bytes (2 KiB from sp) take one read per chunk, not one per frame. A chunk
+ * that cannot be read (past the end of the stack) leaves its words to read_user(), which
+ * fails as before.
+ */
+static void test_stack_copy_reads_each_chunk_once(void **state)
+{
+	__u64 sp = S + 0x100;
+	struct walk wk;
+	__u32 i;
+
+	(void)state;
+	world_init();
+	for (i = 0; i < IGNIS_MAX_STACK_DEPTH + 8; i++)
+		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
+	walk(&wk, EXE + R_NOFP_BODY + 0x20, sp, 0);
+	assert_int_equal(wk.st.len, IGNIS_MAX_STACK_DEPTH);
+	/* [S + 0x100, S + 0x100 + 16 * 127) lies in chunks 0 to 4 from S. */
+	assert_int_equal(w.reads, (0x100 + 16 * IGNIS_MAX_STACK_DEPTH) / UNWIND_CHUNK_SIZE + 1);
+	assert_int_equal(wk.uw.stack_copied, (1U << w.reads) - 1);
+
+	/* The last chunk of the stack: its next one is past the end, and so is the return
+	 * address read there. */
+	world_init();
+	poke(S + MEM_SIZE - 8, EXE + R_NOFP_BODY + 4);
+	walk(&wk, EXE + R_NOFP_BODY + 4, S + MEM_SIZE - 16, 0);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4, EXE + R_NOFP_BODY + 4);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats(0, STAT_UNWIND_READ_FAULT, 1);
+	assert_int_equal(wk.uw.stack_copied, 1);
+	assert_int_equal(wk.uw.stack_unreadable, 2);
+}
+
 /* A mapping rewritten under the walk (another version, another process, another image). */
 static void test_changed_tables_are_noticed(void **state)
 {
@@ -1029,6 +1123,8 @@ UNIT_MAIN("unwind_step", cmocka_unit_test(test_tables_walk_to_the_outermost_fram
 	  cmocka_unit_test(test_unpublished_pc_in_no_mapping_leaves_no_user_stack),
 	  cmocka_unit_test(test_failures_truncate_and_count_their_reason),
 	  cmocka_unit_test(test_changed_tables_are_noticed),
+	  cmocka_unit_test(test_hints_spare_searches_and_never_change_a_walk),
+	  cmocka_unit_test(test_stack_copy_reads_each_chunk_once),
 	  cmocka_unit_test(test_depth_limit_cuts_the_stack),
 	  cmocka_unit_test(test_python_frames_replace_the_eval_frame),
 	  cmocka_unit_test(test_python_walk_stops_at_a_bad_code_object),

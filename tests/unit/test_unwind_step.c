@@ -20,7 +20,7 @@
 /* ---- The world the unwinder sees ------------------------------------------------------------- */
 
 #define MEM_BASE 0x7ffe00000000ULL /* user memory: the stack, at MEM_BASE + [0, MEM_SIZE) */
-#define MEM_SIZE 8192
+#define MEM_SIZE 16384
 #define S	 MEM_BASE
 
 #define TGID	42
@@ -53,6 +53,7 @@ static struct {
 	int file_lookups;
 	int reads;	 /* read_user() calls */
 	int row_lookups; /* lookup_row() calls */
+	int map_lookups; /* lookup_mapping() calls */
 } w;
 
 static struct ignis_unwind_mapping synthetic_map;
@@ -60,6 +61,7 @@ static struct ignis_unwind_row synthetic_row;
 
 static inline const struct ignis_unwind_mapping *lookup_mapping(__u32 idx)
 {
+	w.map_lookups++;
 	if (w.synthetic) {
 		synthetic_map.start = (__u64)idx << 12;
 		synthetic_map.end = synthetic_map.start + 4096;
@@ -712,8 +714,23 @@ static void test_failures_truncate_and_count_their_reason(void **state)
 	check_stats(0, STAT_UNWIND_LOST, 1);
 }
 
-/* The tables walk of test_tables_walk_to_the_outermost_frame(), in its world. */
-static void outermost_walk(struct walk *wk, const __u32 *row_hints, const __u32 *map_hints)
+/* The next walk on the same CPU: the state the last one left (its hints, its copy of the
+ * stack), begun as start_unwind() begins it. */
+static void walk_again(struct walk *wk, __u64 pc, __u64 sp, __u64 bp)
+{
+	struct ignis_sample_key key = { .tgid = TGID, .pid = TGID, .exec_id = EXEC_ID };
+
+	wk->uw.pc = pc;
+	wk->uw.sp = sp;
+	wk->uw.bp = bp;
+	wk->runs = 0;
+	unwind_begin(&wk->uw, &wk->st, 0, &key);
+	walk_run(wk);
+}
+
+/* The tables walk of test_tables_walk_to_the_outermost_frame(), in its world; again: on
+ * wk as the last walk left it, else from a cleared state. */
+static void outermost_walk(struct walk *wk, bool again)
 {
 	world_init();
 	poke(S + 0x100, LIB + 0x1234);
@@ -723,12 +740,10 @@ static void outermost_walk(struct walk *wk, const __u32 *row_hints, const __u32 
 	poke(S + 0x198, EXE + R_NO_CFI + 0x10);
 	poke(S + 0x1c0, 0);
 	poke(S + 0x1c8, EXE + R_OUTERMOST + 0xa);
-	walk_begin(wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
-	if (row_hints)
-		memcpy(wk->uw.row_hints, row_hints, sizeof(wk->uw.row_hints));
-	if (map_hints)
-		memcpy(wk->uw.map_hints, map_hints, sizeof(wk->uw.map_hints));
-	walk_run(wk);
+	if (again)
+		walk_again(wk, LIB + 0x100, S + 0x100, S + 0x180);
+	else
+		walk_from(wk, 0, LIB + 0x100, S + 0x100, S + 0x180);
 	CHECK_IPS(wk, LIB + 0x100, EXE + 0x150, EXE + R_NOFP_BODY, EXE + R_OUTERMOST + 0xa);
 	assert_int_equal(wk->flags, STACK_F_COMPLETE);
 	assert_int_equal(wk->uw.sp, S + 0x1d0);
@@ -736,43 +751,44 @@ static void outermost_walk(struct walk *wk, const __u32 *row_hints, const __u32 
 }
 
 /*
- * The hints an earlier walk left spare the searches of the next one, and a hint is only a
- * guess: whatever index it holds (another table's row, a row past the table, another
- * process's mapping, one freed and reused since), the walk is the same.
+ * The hints a walk leaves spare the next walk's searches (unwind_begin() keeps them), and a
+ * hint is only a guess: whatever index it holds (another table's row, a row past the
+ * table, another process's mapping, one freed and reused since), the walk is the same.
  */
 static void test_hints_spare_searches_and_never_change_a_walk(void **state)
 {
-	__u32 row_hints[UNWIND_ROW_HINTS], map_hints[UNWIND_MAP_HINTS], junk, i;
+	int rows_searched, maps_searched;
 	struct walk wk;
-	int searched;
+	__u32 junk, i;
 
 	(void)state;
-	outermost_walk(&wk, NULL, NULL);
-	searched = w.row_lookups;
-	memcpy(row_hints, wk.uw.row_hints, sizeof(row_hints));
-	memcpy(map_hints, wk.uw.map_hints, sizeof(map_hints));
-	outermost_walk(&wk, row_hints, map_hints);
-	/* Each row found again costs its check (the row and the next), not a search. */
-	if (w.row_lookups >= searched)
-		fail_msg("%d row lookups with the hints, %d without", w.row_lookups, searched);
+	outermost_walk(&wk, false);
+	rows_searched = w.row_lookups;
+	maps_searched = w.map_lookups;
+	outermost_walk(&wk, true);
+	/* Each row or mapping found again costs its check, not a search. */
+	if (w.row_lookups >= rows_searched || w.map_lookups >= maps_searched)
+		fail_msg("%d row and %d mapping lookups with the hints, %d and %d without",
+			 w.row_lookups, w.map_lookups, rows_searched, maps_searched);
 
 	for (junk = 0; junk < 20; junk++) {
 		for (i = 0; i < UNWIND_ROW_HINTS; i++)
-			row_hints[i] = junk;
+			wk.uw.row_hints[i] = junk;
 		for (i = 0; i < UNWIND_MAP_HINTS; i++)
-			map_hints[i] = junk;
-		outermost_walk(&wk, row_hints, map_hints);
+			wk.uw.map_hints[i] = junk;
+		outermost_walk(&wk, true);
 	}
 	for (i = 0; i < UNWIND_ROW_HINTS; i++)
-		row_hints[i] = 0xffffffffU - i;
-	outermost_walk(&wk, row_hints, NULL);
+		wk.uw.row_hints[i] = 0xffffffffU - i;
+	outermost_walk(&wk, true);
 }
 
 /*
  * The walk copies the stack a chunk at a time, each chunk once: IGNIS_MAX_STACK_DEPTH
- * frames of 16 bytes (2 KiB from sp) take one read per chunk, not one per frame. A chunk
+ * frames of 16 bytes (4 KiB from sp) take one read per chunk, not one per frame. A chunk
  * that cannot be read (past the end of the stack) leaves its words to read_user(), which
- * fails as before.
+ * fails as before. The next walk copies the stack again, and a word beyond the copy is
+ * read alone.
  */
 static void test_stack_copy_reads_each_chunk_once(void **state)
 {
@@ -786,9 +802,17 @@ static void test_stack_copy_reads_each_chunk_once(void **state)
 		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
 	walk(&wk, EXE + R_NOFP_BODY + 0x20, sp, 0);
 	assert_int_equal(wk.st.len, IGNIS_MAX_STACK_DEPTH);
-	/* [S + 0x100, S + 0x100 + 16 * 127) lies in chunks 0 to 4 from S. */
+	/* [S + 0x100, S + 0x100 + 16 * IGNIS_MAX_STACK_DEPTH) lies in chunks 0 to 8 from S. */
 	assert_int_equal(w.reads, (0x100 + 16 * IGNIS_MAX_STACK_DEPTH) / UNWIND_CHUNK_SIZE + 1);
 	assert_int_equal(wk.uw.stack_copied, (1U << w.reads) - 1);
+
+	/* The next sample, same sp, another caller: read from the stack, not the old copy. */
+	poke(sp + 8, EXE + R_OUTERMOST + 1);
+	w.reads = 0;
+	walk_again(&wk, EXE + R_NOFP_BODY + 0x20, sp, 0);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 0x20, EXE + R_OUTERMOST + 1);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(w.reads, 1);
 
 	/* The last chunk of the stack: its next one is past the end, and so is the return
 	 * address read there. */
@@ -800,6 +824,27 @@ static void test_stack_copy_reads_each_chunk_once(void **state)
 	check_stats(0, STAT_UNWIND_READ_FAULT, 1);
 	assert_int_equal(wk.uw.stack_copied, 1);
 	assert_int_equal(wk.uw.stack_unreadable, 2);
+
+	/* A frame pointer 12 KiB above sp, past the copy's 8 KiB: its words are read alone. */
+	world_init();
+	poke(S + 0x140, S + 0x3100); /* JIT frame: saved rbp, return address */
+	poke(S + 0x148, EXE + 0x150);
+	poke(S + 0x3100, 0); /* the fp body: CFA = rbp + 16 */
+	poke(S + 0x3108, EXE + R_OUTERMOST + 5);
+	walk(&wk, JIT + 0x10, S + 0x100, S + 0x140);
+	CHECK_IPS(&wk, JIT + 0x10, (EXE + 0x150) | IGNIS_USER_IP_FP, EXE + R_OUTERMOST + 5);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(wk.uw.stack_copied, 1);
+	assert_int_equal(w.reads, 3); /* the chunk at sp, then two words */
+
+	/* A frame pointer 2^41 bytes past the copy's words: no word of the copy is taken for
+	 * it (its chunk's number would wrap in 32 bits), the read fails. */
+	world_init();
+	poke(S + 0x148, EXE + 0x150);
+	walk(&wk, JIT + 0x10, S + 0x100, S + 0x140 + (1ULL << 41));
+	CHECK_IPS(&wk, JIT + 0x10);
+	assert_int_equal(wk.flags, STACK_F_TRUNCATED);
+	check_stats2(0, STAT_UNWIND_READ_FAULT, 1, STAT_UNWIND_FP_FRAMES, 1);
 }
 
 /* A mapping rewritten under the walk (another version, another process, another image). */

@@ -27,11 +27,36 @@ def offcpu_agent(*args, interval=2):
     return Agent("--off-cpu", *args, interval=interval).wait_ready()
 
 
+def cpu_ticks():
+    """(busy, steal) clock ticks of all CPUs so far (/proc/stat: user, nice, system, irq,
+    softirq; steal)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return v[0] + v[1] + v[2] + v[5] + v[6], v[7]
+
+
 def run_workload(*argv, timeout=120):
+    """Run the offcpu workload: (pid, its threads' reports). Each report gets stolen_ns, the
+    time the thread was running as far as the guest's scheduler knew while the hypervisor
+    ran someone else (steal): in its wall time, in neither its CPU time nor any off-CPU
+    time. It is estimated from the share of steal in all CPUs' busy time meanwhile."""
+    busy0, steal0 = cpu_ticks()
     proc = spawn([workload("offcpu"), *map(str, argv)])
     out, err = wait_exit(proc, timeout)
+    busy1, steal1 = cpu_ticks()
     check(proc.returncode == 0, f"offcpu {argv} failed ({proc.returncode}): {err[-2000:]}")
-    return proc.pid, [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    steal = (steal1 - steal0) / max(1, busy1 - busy0 + steal1 - steal0)
+    threads = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    for t in threads:
+        t["stolen_ns"] = t.get("cpu_ns", 0) * steal / (1 - steal) if steal < 1 else 0
+    return proc.pid, threads
+
+
+def waited_ns(t):
+    """What a thread's off-CPU time should be: its wall time less its CPU time and the time
+    stolen from it (a host's other guests: 2-8 % of the CPU time on the shared test VMs,
+    which the thread's wall - CPU counts as off CPU)."""
+    return t["wall_ns"] - t["cpu_ns"] - t["stolen_ns"]
 
 
 def offcpu_samples(profiles, **labels):
@@ -58,9 +83,10 @@ def window_counters(agent):
 
 
 def judge_threads(profiles, pid, threads, pct):
-    """Every thread's off-CPU time within pct % (plus two periods) of its wall - CPU time,
-    from below; from above, within the same margin of the larger of wall - CPU and the time
-    the thread measured around its blocking calls plus the time it was preempted.
+    """Every thread's off-CPU time within pct % (plus two periods) of its wall - CPU time
+    (less what the hypervisor stole: waited_ns()), from below; from above, within the same
+    margin of the larger of that and the time the thread measured around its blocking calls
+    plus the time it was preempted.
 
     Why two references: the thread's CPU clock starts a woken thread's time from its
     run queue's clock, a few microseconds before the switch that the off-CPU time ends at
@@ -71,13 +97,14 @@ def judge_threads(profiles, pid, threads, pct):
     bound that no such skew touches: a thread is off CPU in a wait only inside the call.
     """
     for t in threads:
-        want = t["wall_ns"] - t["cpu_ns"]
+        want = waited_ns(t)
         got = offcpu_ns(profiles, pid=pid, tid=t["tid"])
         runnable = offcpu_ns(profiles, pid=pid, tid=t["tid"], thread_state="runnable")
         margin = want * pct / 100 + 2 * PERIOD_MS * 1e6
         high = max(want, t["wait_ns"] + runnable)
         check(want - margin <= got <= high + margin,
-              f"thread {t['tid']}: off-CPU {got / 1e6:.1f} ms, wall - CPU {want / 1e6:.1f} ms, "
+              f"thread {t['tid']}: off-CPU {got / 1e6:.1f} ms, wall - CPU - stolen "
+              f"{want / 1e6:.1f} ms, "
               f"waits it measured + preempted {high / 1e6:.1f} ms (margin {margin / 1e6:.1f} "
               f"ms): {t}")
 
@@ -214,7 +241,7 @@ def test_short_waits_ping_pong():
     judge_threads(profiles, pid, threads, 10)
     for t in threads:
         got = on(profiles, "pass_part", pid=pid, tid=t["tid"])
-        check(got >= 0.8 * (t["wall_ns"] - t["cpu_ns"]),
+        check(got >= 0.8 * waited_ns(t),
               f"thread {t['tid']}: pass_part has {got / 1e6:.1f} ms")
 
 
@@ -294,7 +321,7 @@ def test_pyroscope_offcpu_series():
         # are another image's, under the same pid, in another series.
         sent = sum(s["values"][0] for a in names["offcpu"] for s in a["profile"]["samples"])
         local = sum(offcpu_ns([pprof_json(p)], pid=pid, comm="offcpu") for p in agent.profiles())
-        want = sum(t["wall_ns"] - t["cpu_ns"] for t in threads)
+        want = sum(waited_ns(t) for t in threads)
         check(sent >= local > 0.9 * want, f"offcpu sent {sent}, local {local}, want {want}")
         cpu_sent = sum(s["values"][0] for a in names["process_cpu"]
                        for s in a["profile"]["samples"])

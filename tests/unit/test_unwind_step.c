@@ -714,6 +714,19 @@ static void test_failures_truncate_and_count_their_reason(void **state)
 	check_stats(0, STAT_UNWIND_LOST, 1);
 }
 
+/* A recursion deeper than IGNIS_MAX_STACK_DEPTH from sp (16-byte frames), walked: the walk
+ * keeps IGNIS_MAX_STACK_DEPTH frames. */
+static void deep_recursion(struct walk *wk, __u64 sp)
+{
+	__u32 i;
+
+	world_init();
+	for (i = 0; i < IGNIS_MAX_STACK_DEPTH + 8; i++)
+		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
+	walk(wk, EXE + R_NOFP_BODY + 0x20, sp, 0);
+	assert_int_equal(wk->st.len, IGNIS_MAX_STACK_DEPTH);
+}
+
 /* The next walk on the same CPU: the state the last one left (its hints, its copy of the
  * stack), begun as start_unwind() begins it. */
 static void walk_again(struct walk *wk, __u64 pc, __u64 sp, __u64 bp)
@@ -794,14 +807,9 @@ static void test_stack_copy_reads_each_chunk_once(void **state)
 {
 	__u64 sp = S + 0x100;
 	struct walk wk;
-	__u32 i;
 
 	(void)state;
-	world_init();
-	for (i = 0; i < IGNIS_MAX_STACK_DEPTH + 8; i++)
-		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
-	walk(&wk, EXE + R_NOFP_BODY + 0x20, sp, 0);
-	assert_int_equal(wk.st.len, IGNIS_MAX_STACK_DEPTH);
+	deep_recursion(&wk, sp);
 	/* [S + 0x100, S + 0x100 + 16 * IGNIS_MAX_STACK_DEPTH) lies in chunks 0 to 8 from S. */
 	assert_int_equal(w.reads, (0x100 + 16 * IGNIS_MAX_STACK_DEPTH) / UNWIND_CHUNK_SIZE + 1);
 	assert_int_equal(wk.uw.stack_copied, (1U << w.reads) - 1);
@@ -878,11 +886,7 @@ static void test_depth_limit_cuts_the_stack(void **state)
 	__u32 i;
 
 	(void)state;
-	world_init();
-	for (i = 0; i < IGNIS_MAX_STACK_DEPTH + 8; i++)
-		poke(sp + 16 * i + 8, EXE + R_NOFP_BODY + 0x20);
-	walk(&wk, EXE + R_NOFP_BODY + 0x20, sp, 0);
-	assert_int_equal(wk.st.len, IGNIS_MAX_STACK_DEPTH);
+	deep_recursion(&wk, sp);
 	assert_int_equal(wk.uw.sp, sp + 16 * IGNIS_MAX_STACK_DEPTH);
 	for (i = 0; i < IGNIS_MAX_STACK_DEPTH; i++)
 		assert_int_equal(wk.st.ips[i], EXE + R_NOFP_BODY + 0x20);

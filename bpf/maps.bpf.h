@@ -474,6 +474,14 @@ static __always_inline int lookup_file(struct uw_state *uw, __u64 pc)
 	return unwind_find_file(uw->py.slot, pc);
 }
 
+/* The vDSO's table, into uw's vdso_* (bpf/unwind.bpf.c). */
+int unwind_find_vdso(__u32 slot);
+
+static __always_inline void lookup_vdso(struct uw_state *uw)
+{
+	unwind_find_vdso(uw->py.slot);
+}
+
 /*
  * Tell the agent about a file mapping of a process image not published yet (struct
  * ignis_mapping_event), unless this CPU told it lately: the samples of a short process come

@@ -244,6 +244,20 @@ static __always_inline int start_exe_only(__u32 g, struct cpu_state *cs,
 	return 0;
 }
 
+/* Where the vDSO's code is in the current process (x86's mm->context; the text VMA is the
+ * image's size from there), for the walk of a process not published yet. */
+static __always_inline void start_vdso(struct uw_state *uw)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 start = (__u64)BPF_CORE_READ(task, mm, context.vdso);
+	__u64 size = BPF_CORE_READ(task, mm, context.vdso_image, size);
+
+	if (start && size && size <= (1 << 20)) {
+		uw->vdso_start = start;
+		uw->vdso_end = start + size;
+	}
+}
+
 /*
  * The Python interpreter of the sample's process image, if the agent attached it: copied
  * into the walk's state, then checked to be this image's (a reused element is seen in the
@@ -301,6 +315,7 @@ static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot,
 			p = NULL;
 	}
 	uw->by_file = !p;
+	uw->vdso_start = uw->vdso_end = 0;
 	if (!p) {
 		err = start_exe_only(g, cs, key);
 		if (err == -2) {
@@ -313,6 +328,7 @@ static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot,
 		}
 		uw->tgid = tgid;
 		uw->version = 0;
+		start_vdso(uw);
 	}
 	if (regs_err || !uw->pc) {
 		stat_inc(g, STAT_UNWIND_NO_TABLES);

@@ -134,6 +134,50 @@ __noinline int unwind_find_file(__u32 slot, __u64 pc)
 	return 0;
 }
 
+/*
+ * The table of the vDSO's code in a process not published yet (uw.vdso_start..vdso_end, from
+ * mm->context.vdso): the kernel's image, the same in every process of this ABI, which the
+ * agent enters once under the key of no file (dev 0, inode 0), so no bpf_find_vma() is spent
+ * on it. Its build ID in memory must be the table's (a 32-bit process's vDSO is another
+ * image), with no file to fall back on. Into this CPU's walk's vdso_* (slot: CPU_STATE_*),
+ * vdso_nr_rows 0 without a table (frame pointers); the agent is told of the mapping either
+ * way. Returns 0, or -1 without a state.
+ */
+__noinline int unwind_find_vdso(__u32 slot)
+{
+	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &slot);
+	struct ignis_unwind_exe_key k = {};
+	struct file_stamp no_file = {};
+	struct ignis_unwind_exe *e, c;
+	__u64 start, end, seg;
+	__u32 g;
+
+	if (!cs)
+		return -1;
+	g = cs->uw.gen;
+	start = cs->uw.vdso_start;
+	end = cs->uw.vdso_end;
+	cs->uw.vdso_nr_rows = 0;
+	announce_mapping(g, cs, &cs->uw.key, 0, 0, start, end, 0);
+	e = bpf_map_lookup_elem(&unwind_exes, &k);
+	if (!e)
+		goto no_table;
+	__builtin_memcpy(&c, e, sizeof(c));
+	barrier();
+	seg = start + c.text_offset; /* the image is mapped whole, from its first byte */
+	if (c.key.ino || c.key.dev || seg + c.text_size > end ||
+	    !same_file(seg - c.text_vaddr + c.build_id_vaddr, &c, &no_file))
+		goto no_table;
+	cs->uw.vdso_base = seg - c.text_vaddr + c.base;
+	cs->uw.vdso_row_start = c.row_start;
+	cs->uw.vdso_nr_rows = c.nr_rows;
+	stat_inc(g, STAT_UNWIND_VDSO_TABLE);
+	return 0;
+no_table:
+	stat_inc(g, STAT_UNWIND_VDSO_NONE);
+	return 0;
+}
+
 /* One step of the Python walk (bpf/python.bpf.h) over this CPU's state of the walk (slot:
  * CPU_STATE_*). */
 __noinline int unwind_python(__u32 slot)

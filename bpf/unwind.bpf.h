@@ -9,7 +9,7 @@
  * This header compiles for BPF and natively, so that a unit test runs the very code the
  * kernel runs over a recorded stack and registers (tests/unit/test_unwind_step.c), as the
  * OpenTelemetry profiler tests its BPF C with TESTING_COREDUMP. Everything that touches the
- * world goes through five functions the includer defines:
+ * world goes through six functions the includer defines:
  *
  *   lookup_mapping(idx)          unwind_maps[idx], or NULL
  *   lookup_row(idx)              unwind_rows[idx], or NULL
@@ -18,6 +18,8 @@
  *   lookup_file(uw, pc)          the mapping that holds pc found by its file (bpf_find_vma()
  *                                and unwind_exes), into uw's m_*: 0, -1 (not found), or -3
  *                                (the process has no mapping there at all)
+ *   lookup_vdso(uw)              the table of the vDSO at uw->vdso_start, into uw's vdso_*
+ *                                (unwind_exes' entry of no file), or vdso_nr_rows 0
  *
  * The BPF build defines them over the maps in bpf/maps.bpf.h; the unit test over arrays and a
  * byte buffer. Like bpf/profiler.h, this header includes nothing: the includer provides the
@@ -88,6 +90,15 @@ struct uw_state {
 	__u32 by_file;	  /* the process is not published: a pc in no mapping of its own is */
 			  /* looked up by its file (lookup_file) */
 	__u32 file_tries; /* lookups by file this walk */
+	/* The vDSO's code of a process not published yet, [vdso_start, vdso_end) from
+	 * mm->context.vdso (0, 0: none): no file, so its frames need no lookup, and its table
+	 * (lookup_vdso(), once a walk: vdso_seen) is kept here, out of the two cached mappings,
+	 * which keep the program and the library that called into the vDSO. */
+	__u64 vdso_start, vdso_end;
+	__u64 vdso_base;
+	__u32 vdso_row_start, vdso_nr_rows; /* vdso_nr_rows 0: frame pointers */
+	__u32 vdso_seen;
+	__u32 vdso_pad;
 	/* The last row this walk found, and the pcs it covers, [rc_lo, rc_hi) from its table's
 	 * base: a recursion, or a loop's frames, skip the binary search. rc_nr_rows 0: none. */
 	struct ignis_unwind_row rc_row;
@@ -128,6 +139,7 @@ static __always_inline const struct ignis_unwind_row *lookup_row(__u32 idx);
 static __always_inline long read_user(void *dst, __u32 size, __u64 addr);
 static __always_inline void stat_inc(__u32 g, enum ignis_stat stat);
 static __always_inline int lookup_file(struct uw_state *uw, __u64 pc);
+static __always_inline void lookup_vdso(struct uw_state *uw);
 
 /* Lookups by file per walk: in an interrupt the kernel grants bpf_find_vma() once (its lock
  * is released by an irq_work, which the next call finds busy), so a second one is counted
@@ -294,9 +306,12 @@ static __always_inline int step_frame_pointer(struct uw_state *uw, bool no_table
 	return uw->pc ? STEP_CONTINUE : STEP_END;
 }
 
-/* The cached mapping becomes the second one (see struct uw_state). */
+/* The cached mapping becomes the second one (see struct uw_state); not the vDSO, which is
+ * kept apart. */
 static __always_inline void keep_mapping(struct uw_state *uw)
 {
+	if (uw->vdso_end && uw->m_end && uw->m_start == uw->vdso_start)
+		return;
 	uw->m2_start = uw->m_start;
 	uw->m2_end = uw->m_end;
 	uw->m2_base = uw->m_base;
@@ -354,7 +369,24 @@ static __always_inline int find_pc_mapping(struct uw_state *uw, __u64 pc, bool b
 			uw->map_hints[slot] = (__u32)mi;
 	}
 	if (mi < 0) {
-		if (!by_file || !uw->by_file || uw->file_tries >= UNWIND_FILE_TRIES)
+		if (!uw->by_file)
+			return -1;
+		/* The vDSO, known without a lookup: the one an interrupt gets is left for the
+		 * library that called it. */
+		if (pc >= uw->vdso_start && pc < uw->vdso_end) {
+			if (!uw->vdso_seen) {
+				uw->vdso_seen = 1;
+				lookup_vdso(uw);
+			}
+			keep_mapping(uw);
+			uw->m_start = uw->vdso_start;
+			uw->m_end = uw->vdso_end;
+			uw->m_base = uw->vdso_base;
+			uw->m_row_start = uw->vdso_row_start;
+			uw->m_nr_rows = uw->vdso_nr_rows;
+			return 0;
+		}
+		if (!by_file || uw->file_tries >= UNWIND_FILE_TRIES)
 			return -1;
 		uw->file_tries++;
 		keep_mapping(uw);
@@ -529,6 +561,7 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
 	uw->python = 0;
 	uw->m2_start = uw->m2_end = 0;
 	uw->file_tries = 0;
+	uw->vdso_seen = 0;
 	uw->rc_nr_rows = 0;
 	uw->py.started = 0;
 	uw->py.frame = 0;

@@ -281,6 +281,12 @@ static int image_mappings(struct unwinder *u, const struct proc_image *img,
 
 			unwinder__want_exe(u, maps[n].table, &key, m->object);
 		}
+		/* The vDSO, which BPF finds from mm->context.vdso under the key of no file. */
+		if (m->kind == MAPPING_VDSO) {
+			struct ignis_unwind_exe_key key = { .ino = 0, .dev = 0 };
+
+			unwinder__want_exe(u, maps[n].table, &key, m->object);
+		}
 		n++;
 	}
 	return n;

@@ -34,6 +34,7 @@
 #define LIB_BASE  0x7f0000000000ULL /* table pc 0; the mapping is [LIB_BASE + 0x1000, + 0x2000) */
 #define LIB	  (LIB_BASE + 0x1000)
 #define JIT	  0x7f1000000000ULL /* [JIT, JIT + 0x1000): no table */
+#define VDSO	  0x7ff000000000ULL /* [VDSO, VDSO + 0x2000): the library's rows, pc 0 at VDSO */
 
 /* unwind_rows: [0, 2) another table's, then the executable's, then the library's. */
 #define EXE_ROWS 2
@@ -51,6 +52,10 @@ static struct {
 	int nr_vmas;
 	int file_grants; /* lookups the kernel grants; the rest are refused (busy) */
 	int file_lookups;
+	/* The vDSO's table as unwind_exes' entry of no file gives it (base, rows), or nr_rows
+	 * 0 (none entered, or another image's build ID). */
+	struct ignis_unwind_mapping vdso;
+	int vdso_lookups;
 	int reads;	 /* read_user() calls */
 	int row_lookups; /* lookup_row() calls */
 	int map_lookups; /* lookup_mapping() calls */
@@ -122,6 +127,16 @@ static inline int lookup_file(struct uw_state *uw, __u64 pc)
 		return 0;
 	}
 	return -3;
+}
+
+/* As unwind_find_vdso() in bpf/unwind.bpf.c: the vDSO's table, or none (nr_rows 0). */
+static inline void lookup_vdso(struct uw_state *uw)
+{
+	w.vdso_lookups++;
+	uw->vdso_base = w.vdso.base;
+	uw->vdso_row_start = w.vdso.row_start;
+	uw->vdso_nr_rows = w.vdso.nr_rows;
+	stat_inc(uw->gen, w.vdso.nr_rows ? STAT_UNWIND_VDSO_TABLE : STAT_UNWIND_VDSO_NONE);
 }
 
 /* The Python walker's world: a thread's fs base, serials in the order met. */
@@ -530,6 +545,8 @@ static void walk_unpublished(struct walk *wk, __u64 pc, __u64 sp, __u64 bp)
 	wk->uw.m_row_start = EXE_ROWS;
 	wk->uw.m_nr_rows = 12;
 	wk->uw.by_file = 1;
+	wk->uw.vdso_start = VDSO; /* start_vdso() */
+	wk->uw.vdso_end = VDSO + 0x2000;
 	wk->uw.pc = pc;
 	wk->uw.sp = sp;
 	wk->uw.bp = bp;
@@ -593,6 +610,62 @@ static void test_unpublished_library_unwound_by_its_file(void **state)
 		  (EXE + R_OUTERMOST + 7) | IGNIS_USER_IP_FP);
 	assert_int_equal(w.file_lookups, 0);
 	check_stats(0, STAT_UNWIND_FP_FRAMES, 1);
+}
+
+/*
+ * Before a process is published, its vDSO is known from mm->context.vdso: a sample in it (a
+ * clock read, or the system call under it) is unwound with the vDSO's table without a lookup,
+ * which is left for the library that called it; and the vDSO does not push the program out of
+ * the two cached mappings, so the walk comes back to it without a second lookup. Without the
+ * vDSO's table, its frame is left by frame pointer, marked, and still costs no lookup.
+ */
+static void test_unpublished_vdso_costs_no_lookup(void **state)
+{
+	struct walk wk;
+
+	(void)state;
+	world_init();
+	w.vmas[0] = w.maps[2]; /* the library, as the kernel maps it */
+	w.nr_vmas = 1;
+	w.file_grants = 1;
+	w.vdso = mkmap(VDSO + 0x1000, VDSO + 0x2000, VDSO, LIB_ROWS, 3);
+	poke(S + 0x108, LIB + 0x110);	     /* vDSO row 0x1100: CFA = rsp + 16 */
+	poke(S + 0x118, EXE + R_PUSHES + 4); /* library row 0x1100: CFA = rsp + 16 */
+	poke(S + 0x128, 0xdead);	     /* exe row 0x800: CFA = rsp + 24 */
+	poke(S + 0x130, EXE + R_OUTERMOST + 7);
+	walk_unpublished(&wk, VDSO + 0x1104, S + 0x100, 0x5555);
+	CHECK_IPS(&wk, VDSO + 0x1104, LIB + 0x110, EXE + R_PUSHES + 4, EXE + R_OUTERMOST + 7);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(w.file_lookups, 1);
+	assert_int_equal(w.vdso_lookups, 1);
+	check_stats2(0, STAT_UNWIND_VDSO_TABLE, 1, STAT_UNWIND_FILE_TABLE, 1);
+
+	/* No vDSO table: its frame by frame pointer, the library still by its table. */
+	world_init();
+	w.vmas[0] = w.maps[2];
+	w.nr_vmas = 1;
+	w.file_grants = 1;
+	poke(S + 0x140, S + 0x150); /* the vDSO's frame: saved rbp, return address */
+	poke(S + 0x148, LIB + 0x110);
+	poke(S + 0x158, EXE + R_PUSHES + 4); /* library row 0x1100: CFA = sp + 16 */
+	poke(S + 0x168, 0xdead);
+	poke(S + 0x170, EXE + R_OUTERMOST + 7);
+	walk_unpublished(&wk, VDSO + 0x1104, S + 0x140, S + 0x140);
+	CHECK_IPS(&wk, VDSO + 0x1104, (LIB + 0x110) | IGNIS_USER_IP_FP, EXE + R_PUSHES + 4,
+		  EXE + R_OUTERMOST + 7);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(w.file_lookups, 1);
+	assert_int_equal(w.vdso_lookups, 1);
+	assert_int_equal(w.stats[STAT_UNWIND_VDSO_NONE], 1);
+	assert_int_equal(w.stats[STAT_UNWIND_FILE_TABLE], 1);
+
+	/* A published process has its vDSO among its mappings: no vDSO range is set. */
+	world_init();
+	w.vdso = mkmap(VDSO + 0x1000, VDSO + 0x2000, VDSO, LIB_ROWS, 3);
+	poke(S + 0x140, 0);
+	poke(S + 0x148, EXE + R_OUTERMOST + 7);
+	walk(&wk, VDSO + 0x1104, S + 0x100, S + 0x140);
+	assert_int_equal(w.vdso_lookups, 0);
 }
 
 /* A VMA without a table (anonymous code, or a file the agent has none for): one lookup,
@@ -1168,6 +1241,7 @@ UNIT_MAIN("unwind_step", cmocka_unit_test(test_tables_walk_to_the_outermost_fram
 	  cmocka_unit_test(test_gap_without_cfi_uses_the_frame_pointer_unmarked),
 	  cmocka_unit_test(test_executable_only_walk_in_generation_one),
 	  cmocka_unit_test(test_unpublished_library_unwound_by_its_file),
+	  cmocka_unit_test(test_unpublished_vdso_costs_no_lookup),
 	  cmocka_unit_test(test_unpublished_code_without_table_is_looked_up_once),
 	  cmocka_unit_test(test_unpublished_pc_in_no_mapping_leaves_no_user_stack),
 	  cmocka_unit_test(test_failures_truncate_and_count_their_reason),

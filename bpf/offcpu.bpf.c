@@ -425,8 +425,8 @@ int BPF_PROG(ignis_offcpu)
 	owed_kernel_stack(g, st, &key);
 	announce_process(g, cs, key.tgid, &ti);
 	if (cfg.user_stacks) {
-		if ((!cfg.unwind_tables ||
-		     !start_unwind(ctx, &offcpu_progs, CPU_STATE_OFFCPU, g, cs, &key, 0, ns)) &&
+		if ((!cfg.unwind_tables || !start_unwind(ctx, &offcpu_progs, CPU_STATE_OFFCPU, g,
+							 cs, &key, 0, ns, ti.exec_vm)) &&
 		    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK, &key.user_stack)) {
 			key.flags |= SAMPLE_F_USTACK_ERR;
 			stat_inc(g, STAT_USTACK_ERR);

@@ -508,13 +508,16 @@ struct ignis_unwind_proc {
 	__u32 nr_maps;	  /* at most IGNIS_MAX_UNWIND_MAPS */
 	__u64 start_time; /* as sample_key.start_time */
 	__u32 exec_id;	  /* as sample_key.exec_id */
-	__u32 pad;
+	__u32 exec_vm;	  /* mm->exec_vm (pages, low 32 bits) of the capture the mappings come
+			   * from: another value means code mapped or unmapped since (dlopen()), and
+			   * a pc in no mapping is looked up by its file, as before publication */
 };
 _Static_assert(sizeof(struct ignis_unwind_proc) == 32, "ignis_unwind_proc size");
 
 /*
  * A file whose table is in unwind_rows (unwind_exes: every file with a table that a process
- * ran or mapped, executables and libraries), found by its inode and device. A process's
+ * ran or mapped, executables and libraries, and the vDSO under inode and device 0), found by
+ * its inode and device. A process's
  * first samples come before its entry in unwind_procs (the first one is what announces it):
  * the unwinder then finds the executable's table by the file mm->exe_file refers to (load
  * bias mm->start_code - text_vaddr) and, where the kernel has bpf_find_vma() (5.17), a

@@ -291,15 +291,15 @@ static __always_inline void start_python(struct uw_python *py, const struct igni
  * could not be read; unwind_begin() keeps them): it records the sample itself, tail-calling prog_array's unwinder
  * with ctx, and never returns. 0: walk with frame pointers instead; 1: record the sample
  * without a user stack (its registers are not this image's). offcpu_ns: 0 for a CPU sample,
- * else the off-CPU sample's weight.
+ * else the off-CPU sample's weight. exec_vm: the process's mm->exec_vm now.
  */
 static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot, __u32 g,
 					struct cpu_state *cs, const struct ignis_sample_key *key,
-					int regs_err, __u64 offcpu_ns)
+					int regs_err, __u64 offcpu_ns, __u64 exec_vm)
 {
 	struct uw_state *uw = &cs->uw;
 	struct ignis_unwind_proc *p;
-	__u32 tgid = key->tgid;
+	__u32 tgid = key->tgid, published_vm = 0;
 	int err;
 
 	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
@@ -308,13 +308,17 @@ static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot,
 		uw->version = p->version;
 		uw->map_start = p->map_start;
 		uw->nr_maps = p->nr_maps;
+		published_vm = p->exec_vm;
 		uw->m_start = uw->m_end = 0;
 		/* Read into uw first: a reused element is seen in the copy (see the maps). */
 		if (uw->tgid != tgid || p->start_time != key->start_time ||
 		    p->exec_id != key->exec_id)
 			p = NULL;
 	}
-	uw->by_file = !p;
+	/* Code mapped since the capture the published mappings come from (a dlopen(), until
+	 * the agent publishes the process again): a pc in no published mapping is looked up
+	 * by its file, as in a process not published yet. */
+	uw->by_file = !p || published_vm != (__u32)exec_vm;
 	uw->vdso_start = uw->vdso_end = 0;
 	if (!p) {
 		err = start_exe_only(g, cs, key);

@@ -111,7 +111,7 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 			/* Back here from start_unwind(): frame pointers, or no user stack. */
 			if ((!cfg.unwind_tables ||
 			     !start_unwind(ctx, &progs, CPU_STATE_SAMPLE, g, cs, &key,
-					   user_regs(ctx, user_mode, &cs->uw), 0)) &&
+					   user_regs(ctx, user_mode, &cs->uw), 0, ti.exec_vm)) &&
 			    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK,
 				       &key.user_stack)) {
 				key.flags |= SAMPLE_F_USTACK_ERR;

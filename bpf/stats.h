@@ -94,13 +94,13 @@
 	  "unwind_file_build_id", "")                                                                   \
 	X(UNWIND_FILE_BUSY, "ignis_unwind_file_lookups_total", "result=\"busy\"",                       \
 	  "unwind_file_busy", "")                                                                       \
-	X(UNWIND_VDSO_TABLE, "ignis_unwind_vdso_frames_total", "result=\"table\"",                      \
+	X(UNWIND_VDSO_TABLE, "ignis_unwind_vdso_walks_total", "result=\"table\"",                       \
 	  "unwind_vdso_table",                                                                          \
 	  "Walks of processes not published yet that met the vDSO (found from mm->context.vdso, "       \
 	  "without a lookup), by result: its frames unwound with the vDSO's table (table), or by "      \
 	  "frame pointer (no_table: the agent has not entered it yet, or the build ID in memory "       \
 	  "is another image's, as a 32-bit process's).")                                                \
-	X(UNWIND_VDSO_NONE, "ignis_unwind_vdso_frames_total", "result=\"no_table\"",                    \
+	X(UNWIND_VDSO_NONE, "ignis_unwind_vdso_walks_total", "result=\"no_table\"",                     \
 	  "unwind_vdso_none", "")                                                                       \
 	X(UNWIND_UNMAPPED, "ignis_unwind_unmapped_total", "", "unwind_unmapped",                        \
 	  "User stacks left out of samples inside execve(), whose registers are still the old "         \

@@ -506,12 +506,19 @@ static int add_mapping(struct proctab *pt, struct proc_image *img, int pid_fd, i
 	return 0;
 }
 
-/* The executable mappings of a maps file (text, modified: lines are cut in place). */
+/*
+ * The executable mappings of a maps file (text, modified: lines are cut in place), and into
+ * *exec_pages the kernel's mm->exec_vm for them: the pages of mappings executable and not
+ * writable (is_exec_mapping() in mm/internal.h; [vsyscall] is no VMA of the process).
+ */
 static int parse_maps(struct proctab *pt, struct proc_image *img, int pid_fd, int *root_fd,
-		      char *text, struct mapping_list *l, uint64_t exe_inode, bool *exe_seen)
+		      char *text, struct mapping_list *l, uint64_t exe_inode, bool *exe_seen,
+		      uint64_t *exec_pages)
 {
 	char *line, *next;
 	int err;
+
+	*exec_pages = 0;
 
 	for (line = text; line && *line; line = next) {
 		struct procmaps_entry e;
@@ -527,6 +534,8 @@ static int parse_maps(struct proctab *pt, struct proc_image *img, int pid_fd, in
 			*exe_seen = true;
 		if (!e.exec || !strcmp(e.path, "[vsyscall]"))
 			continue;
+		if (!e.write)
+			*exec_pages += (e.end - e.start) >> 12;
 		if (l->nr >= MAX_EXEC_MAPPINGS) {
 			pr_warn_ratelimited(5, 1000,
 					    "pid %u: over %d executable mappings, rest "
@@ -593,7 +602,7 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 {
 	struct mapping_list l = { 0 };
 	int pid_fd, root_fd = -1, err;
-	uint64_t ticks, exe_now;
+	uint64_t ticks, exe_now, exec_pages = 0;
 	bool exe_seen = false;
 	char *text = NULL;
 	size_t i;
@@ -630,7 +639,8 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 	}
 	procfs_comm(pid_fd, img->comm, sizeof(img->comm));
 	capture_identity(pid_fd, img);
-	err = parse_maps(pt, img, pid_fd, &root_fd, text, &l, exe_now ? 0 : exe_inode, &exe_seen);
+	err = parse_maps(pt, img, pid_fd, &root_fd, text, &l, exe_now ? 0 : exe_inode, &exe_seen,
+			 &exec_pages);
 	if (err)
 		goto cleanup;
 	if (exe_inode && !exe_now && !exe_seen) {
@@ -648,6 +658,7 @@ static int capture(struct proctab *pt, struct proc_image *img, uint64_t exe_inod
 	err = install_maps(img, &l, window);
 	if (err)
 		goto cleanup;
+	img->exec_vm = exec_pages;
 	img->captured_ns = now_mono_ns();
 	pt->stats.captures++;
 	if (img->denied) {

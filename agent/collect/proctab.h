@@ -68,6 +68,8 @@ struct proc_image {
 	size_t nr_maps;
 	size_t cap_maps;
 	uint64_t captured_ns;	     /* CLOCK_MONOTONIC of the last capture */
+	uint64_t exec_vm;	     /* its mm->exec_vm (pages) as the last capture's maps show
+				      * it, 0 if never captured */
 	uint64_t exited_window;	     /* window in which it exited, UINT64_MAX while alive */
 	bool incomplete;	     /* some mapped file could not be opened */
 	bool denied;		     /* its mappings may not be read (no CAP_SYS_PTRACE): none

@@ -380,6 +380,7 @@ void unwinder__publish(struct unwinder *u, struct unwind_process *p)
 		.nr_maps = n,
 		.start_time = p->start_time,
 		.exec_id = p->exec_id,
+		.exec_vm = (uint32_t)p->exec_vm,
 	};
 	if (bpf_map_update_elem(u->opts.procs_fd, &key, &entry, BPF_ANY)) {
 		release(&u->maps, (uint32_t)start, n);

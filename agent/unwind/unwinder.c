@@ -332,6 +332,7 @@ int unwinder__add_process(struct unwinder *u, const struct proc_image *img)
 	drop_maps(u, p);
 	p->maps = maps;
 	p->nr_maps = (size_t)n;
+	p->exec_vm = img->exec_vm;
 	/* At once, with the tables that are ready: the mappings it had may be gone, and their
 	 * tables must not be applied to what replaced them. Those still being built are
 	 * walked with frame pointers until they are ready (unwinder__poll publishes again). */

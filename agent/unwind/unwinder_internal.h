@@ -37,6 +37,7 @@ struct unwind_process {
 	uint64_t start_time;
 	uint32_t version;
 	uint32_t map_start, nr_published; /* extent in unwind_maps, nr 0: not published */
+	uint64_t exec_vm;		  /* of the capture its mappings come from */
 	bool dirty;			  /* to publish */
 	struct unwind_pmap *maps;
 	size_t nr_maps;

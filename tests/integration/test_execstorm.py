@@ -27,7 +27,7 @@ CPU_SHARE = 0.02    # the target: the storm's cost to the agent, of one core
 CPU_SHARE_LOADED = 0.10
 LOOKUPS = "ignis_unwind_file_lookups_total"
 BPF_MAPS = "ignis_bpf_mappings_total"
-VDSO = "ignis_unwind_vdso_frames_total"
+VDSO = "ignis_unwind_vdso_walks_total"
 
 
 def result(value):

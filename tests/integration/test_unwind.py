@@ -162,7 +162,10 @@ def test_library_without_frame_pointers_has_the_program_as_caller():
     agent, _, pid = run_with_agent([workload("lzmaloop"), "4cpu"], agent_args=DWARF)
     in_lib, good = liblzma_samples(agent, [pid])
     check(in_lib > 200, f"only {in_lib} samples in liblzma:\n{agent.stderr()[-1500:]}")
-    check(good >= 0.9 * in_lib,
+    # Whole from the dlopen() on: the process's exec_vm is not the published one, so the
+    # library is looked up by its file (its table entered by the first run's capture). 97 %:
+    # this build measures 100 % (3 of 3 runs), the publication's latency alone 95-98 %.
+    check(good >= 0.97 * in_lib,
           f"{good} of {in_lib} liblzma samples have compress_block <- run_compress <- main")
 
     fp_agent, _, fp_pid = run_with_agent([workload("lzmaloop"), "3cpu"],
@@ -180,9 +183,9 @@ def test_library_without_frame_pointers_has_the_program_as_caller():
 def test_library_mapped_after_the_first_sample_is_unwound_within_samples():
     """lzmadl is announced while it runs its own code (as most processes are: their first
     sample lands in the dynamic loader), then maps liblzma with dlopen() and spends its time
-    there. The new mapping must be announced and its table published within a few samples,
-    not after the quarter-second gap of a long-running process: in 0.4 s runs, the library's
-    samples have the program as caller as they do in a process that linked it."""
+    there. Until the process is published again with it, a pc in no published mapping of a
+    process whose executable memory changed is looked up by its file: in 0.4 s runs, the
+    library's samples have the program as caller as they do in a process that linked it."""
     agent = Agent(*DWARF, interval=2).wait_ready()
     time.sleep(1.0)
     pids = []
@@ -194,8 +197,12 @@ def test_library_mapped_after_the_first_sample_is_unwound_within_samples():
     time.sleep(0.5)
     agent.stop()
     in_lib, good = liblzma_samples(agent, pids)
+    print(f"{good} of {in_lib} liblzma samples whole to main")
     check(in_lib > 120, f"only {in_lib} samples in liblzma:\n{agent.stderr()[-1500:]}")
-    check(good >= 0.9 * in_lib,
+    # Whole from the dlopen() on: the process's exec_vm is not the published one, so the
+    # library is looked up by its file (its table entered by the first run's capture). 97 %:
+    # this build measures 100 % (3 of 3 runs), the publication's latency alone 95-98 %.
+    check(good >= 0.97 * in_lib,
           f"{good} of {in_lib} liblzma samples of 0.4 s runs that dlopen() it have "
           f"compress_block <- run_compress <- main")
 

@@ -596,7 +596,8 @@ static void test_unpublished_library_unwound_by_its_file(void **state)
 		  (EXE + R_OUTERMOST + 7) | IGNIS_USER_IP_FP);
 	check_stats2(0, STAT_UNWIND_FILE_BUSY, 1, STAT_UNWIND_FP_FRAMES, 1);
 
-	/* A published process never looks up by file: its mappings are all it has. */
+	/* A published process whose executable memory is as published never looks up by
+	 * file: its mappings are all it has. */
 	world_init();
 	w.vmas[0] = w.maps[2];
 	w.nr_vmas = 1;
@@ -610,6 +611,26 @@ static void test_unpublished_library_unwound_by_its_file(void **state)
 		  (EXE + R_OUTERMOST + 7) | IGNIS_USER_IP_FP);
 	assert_int_equal(w.file_lookups, 0);
 	check_stats(0, STAT_UNWIND_FP_FRAMES, 1);
+
+	/* One whose executable memory changed since (start_unwind() saw another mm->exec_vm:
+	 * a dlopen()) looks up what is not published: the library's frames by its table. */
+	world_init();
+	w.vmas[0] = w.maps[2];
+	w.nr_vmas = 1;
+	w.file_grants = 1;
+	w.maps[2].end = LIB + 0x10;
+	poke(S + 0x108, LIB + 0x110);
+	poke(S + 0x118, EXE + R_PUSHES + 4);
+	poke(S + 0x128, 0xdead);
+	poke(S + 0x130, EXE + R_OUTERMOST + 7);
+	walk_begin(&wk, 0, EXE + R_NOFP_BODY + 4, S + 0x100, 0x5555);
+	wk.uw.by_file = 1;
+	walk_run(&wk);
+	CHECK_IPS(&wk, EXE + R_NOFP_BODY + 4, LIB + 0x110, EXE + R_PUSHES + 4,
+		  EXE + R_OUTERMOST + 7);
+	assert_int_equal(wk.flags, STACK_F_COMPLETE);
+	assert_int_equal(w.file_lookups, 1);
+	check_stats(0, STAT_UNWIND_FILE_TABLE, 1);
 }
 
 /*

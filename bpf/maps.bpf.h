@@ -483,7 +483,8 @@ static __always_inline void lookup_vdso(struct uw_state *uw)
 }
 
 /*
- * Tell the agent about a file mapping of a process image not published yet (struct
+ * Tell the agent about a file mapping of a process image not published yet, or mapped since
+ * it was (struct
  * ignis_mapping_event), unless this CPU told it lately: the samples of a short process come
  * on one CPU, one after the other. A duplicate from another CPU costs the agent a lookup.
  */

@@ -61,7 +61,8 @@ static long see_vma(struct task_struct *task, struct vm_area_struct *vma, struct
 }
 
 /*
- * The mapping that holds pc in a process not published yet, found by its file: the VMA from
+ * The mapping that holds pc in a process not published yet (or whose executable memory
+ * changed since: uw.by_file), found by its file: the VMA from
  * bpf_find_vma() (5.17; only ignis_unwind_files calls this), its file's table from
  * unwind_exes (struct ignis_unwind_exe), checked by the build ID in memory. Sets this CPU's
  * walk's mapping (slot: CPU_STATE_*) to it, or, when the file has no table there, to the VMA
@@ -231,8 +232,9 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags, __u
 }
 
 /* Unwind up to UNWIND_FRAMES_PER_RUN frames, then tail-call prog_array's copy of this
- * program (ctx's program type) or finish. by_file: look up pcs of processes not published
- * yet by their files (a constant). */
+ * program (ctx's program type) or finish. by_file: look up by their files the pcs of
+ * processes not published yet, or changed since (uw.by_file), in no published mapping (a
+ * constant). */
 static __always_inline int unwind_run(void *ctx, void *prog_array, __u32 slot, bool by_file)
 {
 	struct cpu_state *cs = bpf_map_lookup_elem(&cpu_states, &slot);
@@ -258,8 +260,9 @@ int ignis_unwind(struct bpf_perf_event_data *ctx)
 
 /*
  * The same, where the kernel has bpf_find_vma() (5.17): a pc of a process not published yet
- * that lies in none of its mappings the unwinder knows is looked up by its file, so that
- * libraries are unwound with their tables from a process's first sample. The agent loads
+ * (or whose executable memory changed since) that lies in none of its mappings the unwinder
+ * knows is looked up by its file, so that libraries are unwound with their tables from a
+ * process's first sample, and from a dlopen() on. The agent loads
  * one of the two (agent/collect/sampler.c): before 5.17 this one would not load.
  */
 SEC("perf_event")

@@ -87,8 +87,9 @@ struct uw_state {
 	__u64 m2_start, m2_end;
 	__u64 m2_base;
 	__u32 m2_row_start, m2_nr_rows;
-	__u32 by_file;	  /* the process is not published: a pc in no mapping of its own is */
-			  /* looked up by its file (lookup_file) */
+	__u32 by_file;	  /* the process is not published, or its executable memory changed */
+			  /* since: a pc in no published mapping is looked up by its file */
+			  /* (lookup_file) */
 	__u32 file_tries; /* lookups by file this walk */
 	/* The vDSO's code of a process not published yet, [vdso_start, vdso_end) from
 	 * mm->context.vdso (0, 0: none): no file, so its frames need no lookup, and its table
@@ -340,7 +341,8 @@ static __always_inline void swap_mappings(struct uw_state *uw)
 /*
  * Make uw's mapping the one that holds pc: one of the two cached, else the process's
  * published mapping, else (by_file: this program may look up files, and the process is not
- * published) the one lookup_file() finds. Returns 0; -1 when pc is in none (counted by the
+ * published or its executable memory changed since, uw->by_file) the one lookup_file()
+ * finds; before publication, the vDSO from uw->vdso_*. Returns 0; -1 when pc is in none (counted by the
  * caller: a frame-pointer step); -2 when the published mappings changed under the walk
  * (counted here: the walk stops); -3 when the process has no mapping at pc at all.
  */
@@ -580,7 +582,7 @@ static __always_inline void unwind_begin(struct uw_state *uw, struct ignis_stack
  * its pc marked IGNIS_USER_IP_EXACT or IGNIS_USER_IP_FP as uw says, or, in the place of a
  * frame of the Python eval loop, the Python frames it runs (bpf/python.bpf.h). Returns
  * STEP_CONTINUE when a frame remains (the program tail-calls itself for it), or how the walk
- * ended. by_file: pcs of a process not published yet may be looked up by their file
+ * ended. by_file: pcs in no published mapping may be looked up by their file
  * (lookup_file(); a constant, so that the program without it holds no call to it).
  */
 static __always_inline int unwind_frames(struct uw_state *uw, struct ignis_stack *stack,

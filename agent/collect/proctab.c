@@ -764,10 +764,11 @@ static int new_image(struct proctab *pt, const struct proc_event *ev, uint64_t w
 }
 
 /*
- * A file mapping BPF met in an image before it was published (PROC_EV_MAPPING): added to
- * the image unless a capture already holds something there, with the object the agent
- * holds for that device and inode (none is opened: the process may be gone, and a file
- * seen once is not read again per process).
+ * A file mapping BPF met in an image before it was published, or mapped since it was
+ * (PROC_EV_MAPPING): added to the image unless a capture already holds something there,
+ * with the object the agent holds for that device and inode (none is opened: the process
+ * may be gone, and a file seen once is not read again per process). A live image's mapping
+ * of a file without an object is left to its next capture.
  */
 static void add_bpf_mapping(struct proctab *pt, const struct proc_event *ev)
 {
@@ -814,6 +815,12 @@ static void add_bpf_mapping(struct proctab *pt, const struct proc_event *ev)
 					     (ino_t)ev->exe_inode);
 		if (m->object) {
 			snprintf(name, sizeof(name), "%s", sym_object__name(m->object));
+		} else if (img->captured_ns && img->exited_window == UINT64_MAX) {
+			/* A live image mapping a file the agent never opened (a dlopen() since its
+			 * capture): the capture its change brings reads the file, named. A mapping
+			 * without it here would spare its addresses that capture. */
+			pt->stats.bpf_mappings_no_file++;
+			return;
 		} else {
 			/* Its frames keep their addresses, counted as an unopened file's. */
 			m->open_error = -ENOENT;

@@ -338,8 +338,8 @@ static __always_inline __u64 events_flags(void)
  * the stack is whole. Part 0 has a map of its own, sized for every stack a window can bring,
  * so deep stacks never take a stack's first part's room. When a later part finds no room,
  * the first is stored alone, cut to its frames and flagged truncated (counted), so the
- * sample keeps its leaf frames; st is changed then. Returns 0, or -1 after counting why it
- * could not be stored.
+ * sample keeps its leaf frames; st is changed then. Returns 0, or -1 with *id zeroed when the
+ * stacks map has no room (counted: the sample is kept without this stack).
  */
 static __always_inline int store_stack(__u32 g, void *stacks, struct ignis_stack *st,
 				       struct ignis_stack_id *id)
@@ -377,7 +377,7 @@ static __always_inline int store_stack(__u32 g, void *stacks, struct ignis_stack
 	err = bpf_map_update_elem(stacks, id, st, BPF_NOEXIST);
 	if (!err || err == -EEXIST) /* -EEXIST: another CPU stored it meanwhile */
 		return 0;
-	stat_inc(g, STAT_DROP_STACKS_FULL);
+	stat_inc(g, STAT_STACKS_LOST);
 	id->lo = id->hi = 0;
 	return -1;
 }

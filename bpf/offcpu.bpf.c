@@ -209,7 +209,8 @@ static __always_inline void record_leaf(__u32 g, struct task_struct *t,
 		cs->stack.len = 1;
 		cs->stack.flags = STACK_F_TABLES | STACK_F_TRUNCATED;
 		cs->stack.ips[0] = st->owed_ip;
-		store_stack(g, stacks, &cs->stack, &key.user_stack);
+		if (store_stack(g, stacks, &cs->stack, &key.user_stack))
+			key.flags |= SAMPLE_F_USTACK_ERR;
 	}
 	add_offcpu(g, &key, ns, STAT_OFFCPU_LEAF_NS);
 	announce_task(g, t);
@@ -427,10 +428,9 @@ int BPF_PROG(ignis_offcpu)
 	if (cfg.user_stacks) {
 		if ((!cfg.unwind_tables || !start_unwind(ctx, &offcpu_progs, CPU_STATE_OFFCPU, g,
 							 cs, &key, 0, ns, ti.exec_vm)) &&
-		    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK, &key.user_stack)) {
+		    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK, &key.user_stack,
+			       STAT_USTACK_ERR))
 			key.flags |= SAMPLE_F_USTACK_ERR;
-			stat_inc(g, STAT_USTACK_ERR);
-		}
 	}
 	add_offcpu(g, &key, ns, STAT_OFFCPU_WALKED_NS);
 	return 0;

@@ -183,8 +183,8 @@ _Static_assert(IGNIS_MAX_STACK_DEPTH % IGNIS_STACK_PART_FRAMES == 0, "stack part
 /* sample_key.flags */
 #ifndef SAMPLE_F_KTHREAD
 #define SAMPLE_F_KTHREAD    (1U << 0) /* a kernel thread: no user stack, no process image */
-#define SAMPLE_F_USTACK_ERR (1U << 1) /* the user stack walk failed (counted) */
-#define SAMPLE_F_KSTACK_ERR (1U << 2) /* the kernel stack walk failed (counted) */
+#define SAMPLE_F_USTACK_ERR (1U << 1) /* no user stack: its walk failed or it was not stored */
+#define SAMPLE_F_KSTACK_ERR (1U << 2) /* no kernel stack: its walk failed or it was not stored */
 #endif
 
 /*

@@ -144,24 +144,30 @@ static __always_inline void announce_process(__u32 g, struct cpu_state *cs, __u3
 	}
 }
 
-/* Walk one stack into st and store it. Returns 0 or -1 when the walk failed. */
+/*
+ * Walk one stack into st and store it under *id (zero: no frames). Returns 0, or -1 when the
+ * sample goes without it: the walk failed (counted as walk_err) or the stack could not be
+ * stored (counted by store_stack()).
+ */
 static __always_inline int walk_stack(void *ctx, __u32 g, void *stacks, struct ignis_stack *st,
-				      __u64 flags, struct ignis_stack_id *id)
+				      __u64 flags, struct ignis_stack_id *id,
+				      enum ignis_stat walk_err)
 {
 	long n;
 
 	id->lo = id->hi = 0;
 	n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
-	if (n < 0)
+	if (n < 0) {
+		stat_inc(g, walk_err);
 		return -1;
+	}
 	st->len = (__u32)n / sizeof(__u64);
 	st->flags = 0;
 	if (st->len == 0)
 		return 0;
 	if (st->len > IGNIS_MAX_STACK_DEPTH)
 		st->len = IGNIS_MAX_STACK_DEPTH;
-	store_stack(g, stacks, st, id);
-	return 0;
+	return store_stack(g, stacks, st, id);
 }
 
 /* ---- Starting the table unwinder ------------------------------------------------------------- */

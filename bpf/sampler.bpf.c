@@ -103,20 +103,16 @@ int ignis_sample(struct bpf_perf_event_data *ctx)
 		 * sample in user mode has none (bpf_get_stack() would find 0 frames, after
 		 * setting up a callchain buffer: about a microsecond on a VM). */
 		if (cfg.kernel_stacks && !user_mode &&
-		    walk_stack(ctx, g, stacks, &cs->stack, 0, &key.kernel_stack)) {
+		    walk_stack(ctx, g, stacks, &cs->stack, 0, &key.kernel_stack, STAT_KSTACK_ERR))
 			key.flags |= SAMPLE_F_KSTACK_ERR;
-			stat_inc(g, STAT_KSTACK_ERR);
-		}
 		if (cfg.user_stacks && !ti.kthread) {
 			/* Back here from start_unwind(): frame pointers, or no user stack. */
 			if ((!cfg.unwind_tables ||
 			     !start_unwind(ctx, &progs, CPU_STATE_SAMPLE, g, cs, &key,
 					   user_regs(ctx, user_mode, &cs->uw), 0, ti.exec_vm)) &&
 			    walk_stack(ctx, g, stacks, &cs->stack, BPF_F_USER_STACK,
-				       &key.user_stack)) {
+				       &key.user_stack, STAT_USTACK_ERR))
 				key.flags |= SAMPLE_F_USTACK_ERR;
-				stat_inc(g, STAT_USTACK_ERR);
-			}
 		}
 	}
 	record(g, &key);

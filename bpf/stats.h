@@ -7,7 +7,7 @@
  *
  * Every sample lands in exactly one of: STAT_IDLE, STAT_FILTERED, a record of the sample log,
  * a counts entry (STAT_LOG_FULL: the log was full), or one of the drop reasons STAT_DROP_*.
- * The STAT_*_ERR reasons mark samples that were recorded but with a stack missing.
+ * STAT_*_ERR and STAT_STACKS_LOST mark samples that were recorded but with a stack missing.
  *
  * Each row gives the BPF enum (STAT_<id>), the agent's accounting, the Prometheus series
  * (family and label), the key in the window's debug line and the help text. A new counter is
@@ -29,8 +29,6 @@
 	X(KSTACK_ERR, "ignis_stack_walk_errors_total", "stack=\"kernel\"", "kstack_err", "")            \
 	X(DROP_NO_GEN, "ignis_samples_dropped_total", "reason=\"no_generation\"", "no_gen",             \
 	  "Samples lost, by reason.")                                                                   \
-	X(DROP_STACKS_FULL, "ignis_samples_dropped_total", "reason=\"stacks_map_full\"",                \
-	  "stacks_full", "")                                                                            \
 	X(DROP_COUNTS_FULL, "ignis_samples_dropped_total", "reason=\"counts_map_full\"",                \
 	  "counts_full", "")                                                                            \
 	X(EVENTS_LOST, "ignis_process_events_lost_total", "", "events_lost",                            \
@@ -137,6 +135,9 @@
 	X(STACKS_CUT, "ignis_stacks_cut_total", "", "stacks_cut",                                       \
 	  "Stacks kept with their first 32 frames only: the stacks map had no room for the rest "       \
 	  "(they end in [truncated]).")                                                                 \
+	X(STACKS_LOST, "ignis_stacks_lost_total", "reason=\"stacks_map_full\"", "stacks_full",          \
+	  "Stacks not stored: the window's stacks map was full (raise --max-stacks). Their samples "    \
+	  "and off-CPU time are kept without that stack.")                                              \
 	X(LOG_FULL, "ignis_samples_log_full_total", "", "log_full",                                     \
 	  "Samples counted in the counts map, not logged: their CPU's run of the sample log was "       \
 	  "full (the window ran longer than the log is sized for).")

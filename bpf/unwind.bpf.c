@@ -207,8 +207,8 @@ static __always_inline void unwind_finish(struct cpu_state *cs, __u32 flags, __u
 	cs->stack.flags = flags | STACK_F_TABLES;
 	if (!cs->stack.len)
 		uw->key.user_stack.lo = uw->key.user_stack.hi = 0; /* none (not mapped) */
-	else
-		store_stack(g, stacks, &cs->stack, &uw->key.user_stack);
+	else if (store_stack(g, stacks, &cs->stack, &uw->key.user_stack))
+		uw->key.flags |= SAMPLE_F_USTACK_ERR; /* not stored: its root shows as cut */
 	stat_inc(g, STAT_UNWIND_SAMPLES);
 	if (uw->py.total)
 		stat_inc(g, STAT_PY_SAMPLES);

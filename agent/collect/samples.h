@@ -27,8 +27,8 @@ struct stack_id {
 
 /* sample.flags */
 #define SAMPLE_KTHREAD	  (1U << 0) /* a kernel thread: no user stack, no process image */
-#define SAMPLE_USTACK_ERR (1U << 1) /* the user stack walk failed (counted) */
-#define SAMPLE_KSTACK_ERR (1U << 2) /* the kernel stack walk failed (counted) */
+#define SAMPLE_USTACK_ERR (1U << 1) /* no user stack: its walk failed or it was not stored */
+#define SAMPLE_KSTACK_ERR (1U << 2) /* no kernel stack: its walk failed or it was not stored */
 /* An off-CPU sample: its thread state in SAMPLE_STATE_MASK (never 0), its time in offcpu_ns,
  * count 0. */
 #define SAMPLE_OFFCPU_CAPPED (1U << 3) /* over the per-CPU rate cap: no stacks */

@@ -11,6 +11,7 @@ more CPU may add from 4.6 to 6.1 MiB; by the kernel's accounting 3 to 128 CPUs s
 this bound, 3 CPUs closest, by 0.4 MiB).
 """
 import os
+import re
 import time
 
 from harness import Agent, check, pprof_json, spawn, wait_exit
@@ -151,3 +152,34 @@ def test_full_tails_map_cuts_deep_stacks_and_loses_none():
     check(not bad, f"{len(bad)} stacks neither whole nor cut at 32 frames: {bad[:3]}")
     check(cut_ones > 0 and whole_ones > 0,
           f"{whole_ones} whole and {cut_ones} cut of {total} samples in hot")
+
+
+def test_full_stacks_map_keeps_samples_without_their_stack():
+    """--max-stacks 1024 (the least) and a Python process sampled at 500 Hz that moves to
+    another of 4000 functions every 1 ms: about 2500 distinct stacks a 5 s window, more than
+    the stacks map holds. A stack with no room is counted (stacks_full) and its sample kept,
+    without that stack: the window's accounting stays exact (no sample dropped, none
+    unaccounted), a sample whose user stack was not stored ends in [truncated] alone, and a
+    sample whose stack was stored keeps its frames (fN <- main <- <module>)."""
+    proc = spawn([DEBIAN, script("many_stacks.py"), "12", "4000"])
+    agent = Agent("--max-stacks", "1024", "--frequency", "500", "--pid", proc.pid,
+                  interval=5).wait_ready()
+    wait_exit(proc, 90)
+    agent.stop()
+    windows = agent.windows()
+    full = sum(w.get("stacks_full", 0) for w in windows)
+    check(full > 0, f"no stack lost: the stacks map never filled? {windows}")
+    for key in ("unaccounted", "dropped"):
+        check(all(w.get(key, 0) == 0 for w in windows), f"{key} in {windows}")
+    named = lost = 0
+    for prof in (pprof_json(p) for p in agent.profiles()):
+        for s in prof.samples(pid=proc.pid):
+            frames = prof.user_frames(s)
+            py = [f for f in frames if f in ("main", "<module>") or re.fullmatch(r"f\d+", f)]
+            if frames == ["[truncated]"]:
+                lost += s["count"]
+            elif py[:1] and py[0][0] == "f" and py[1:3] == ["main", "<module>"]:
+                named += s["count"]
+    print(f"{full} stacks lost, {lost} samples without their user stack, {named} named")
+    check(0 < lost <= full, f"{lost} samples without their user stack, {full} stacks lost")
+    check(named > 0, f"no sample with fN <- main <- <module>, {lost} without a stack")

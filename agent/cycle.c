@@ -406,10 +406,11 @@ static void report(struct cycle *c, const struct window *w)
 				    w->seq, counters_bpf_drops(&w->c), v[CNT_DROP_COUNTS_FULL],
 				    v[CNT_DROP_NO_GEN]);
 	if (v[CNT_STACKS_LOST])
-		pr_warn_ratelimited(5, 60,
-				    "window %" PRIu64 ": %" PRIu64 " samples kept without a stack: "
-				    "the stacks map was full (raise --max-stacks)",
-				    w->seq, v[CNT_STACKS_LOST]);
+		pr_warn_ratelimited(
+			5, 60,
+			"window %" PRIu64 ": %" PRIu64 " stacks not stored, their samples "
+			"kept without them: the stacks map was full (raise --max-stacks)",
+			w->seq, v[CNT_STACKS_LOST]);
 	if (w->unaccounted)
 		pr_warn("window %" PRIu64 ": %" PRId64 " samples unaccounted for", w->seq,
 			w->unaccounted);

@@ -129,13 +129,18 @@ static __always_inline void add_offcpu(__u32 g, struct ignis_sample_key *key, __
  * The owed sample's kernel stack, if generation g's stacks map has it. A sample owed in an
  * earlier window (the thread made no system call since) was stored in a map the agent has
  * drained since: unless the same stack is in this one (ids are hashes of the frames), it
- * goes without (counted).
+ * goes without (counted). A stack that could not be walked or stored when the sample was
+ * owed was counted then: the sample is only flagged.
  */
 static __always_inline void owed_kernel_stack(__u32 g, struct ignis_offcpu_task *st,
 					      struct ignis_sample_key *key)
 {
 	void *stacks;
 
+	if (st->owed_kstack_lost) {
+		key->flags |= SAMPLE_F_KSTACK_ERR;
+		return;
+	}
 	if (!cfg.kernel_stacks || (!st->owed_kstack.lo && !st->owed_kstack.hi))
 		return;
 	stacks = bpf_map_lookup_elem(&stacks_gen, &g);
@@ -269,6 +274,7 @@ static __always_inline void owe(__u32 g, struct task_struct *next, struct ignis_
 	st->owed_ns = ns;
 	st->owed_state = state;
 	st->owed_kstack = none;
+	st->owed_kstack_lost = 0;
 	st->owed_exec_id = (__u32)next->group_leader->self_exec_id;
 	st->owed_ip = st->owed_sp = 0;
 	if (cs && stacks && cfg.kernel_stacks) {
@@ -278,9 +284,11 @@ static __always_inline void owe(__u32 g, struct task_struct *next, struct ignis_
 			cs->stack.flags = 0;
 			if (cs->stack.len > IGNIS_MAX_STACK_DEPTH)
 				cs->stack.len = IGNIS_MAX_STACK_DEPTH;
-			store_stack(g, stacks, &cs->stack, &st->owed_kstack);
+			if (store_stack(g, stacks, &cs->stack, &st->owed_kstack))
+				st->owed_kstack_lost = 1;
 		} else if (n < 0) {
 			stat_inc(g, STAT_KSTACK_ERR);
+			st->owed_kstack_lost = 1;
 		}
 	}
 	if (next->flags & PF_KTHREAD) {

@@ -588,10 +588,10 @@ struct ignis_offcpu_task {
 	__u64 owed_ip;	 /* the user registers it blocked with: the walk at the end of the */
 	__u64 owed_sp;	 /* system call happens only if they are still the same */
 	struct ignis_stack_id owed_kstack; /* its kernel stack as it came back on CPU */
-	__u32 pad;
-	__u32 owed_exec_id; /* its image's: a user pc means nothing after execve() */
-	__u32 state;	    /* IGNIS_STATE_* of the wait that began at off_ns */
-	__u32 owed_state;   /* IGNIS_STATE_* of owed_ns */
+	__u32 owed_kstack_lost; /* 1: that stack could not be walked or stored (counted then) */
+	__u32 owed_exec_id;	/* its image's: a user pc means nothing after execve() */
+	__u32 state;		/* IGNIS_STATE_* of the wait that began at off_ns */
+	__u32 owed_state;	/* IGNIS_STATE_* of owed_ns */
 };
 _Static_assert(sizeof(struct ignis_offcpu_task) == 96, "ignis_offcpu_task size");
 

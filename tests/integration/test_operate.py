@@ -89,7 +89,7 @@ def test_metrics_endpoint_parses_with_promtool():
     check(metric(text, "ignis_windows_total") >= 3, "windows")
     check(metric(text, "ignis_drain_duration_seconds_count") >= 3, "drain histogram")
     check(metric(text, "ignis_cpus_sampled") == os.cpu_count(), "cpus")
-    check(metric(text, 'ignis_stacks_lost_total{reason="stacks_map_full"}') == 0, "drops")
+    check(metric(text, 'ignis_stacks_lost_total{reason="stacks_map_full"}') == 0, "stacks lost")
     check(0 < metric(text, "process_resident_memory_bytes") < 200e6, "rss")
     check(metric(text, "ignis_processes_tracked") >= 1, "processes")
     check(metric(text, 'ignis_symbolizations_total{result="hit"}') > 0, "symbolization")

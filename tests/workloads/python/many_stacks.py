@@ -2,7 +2,8 @@
 """many_stacks.py SECONDS FUNCTIONS: FUNCTIONS distinct pure-Python functions f0, f1, ...
 (one code object each), each run for 1 ms of this thread's CPU time in turn, for SECONDS of
 it: <module> -> main -> fN. A sample every 2 ms or more lands in another function than the
-one before, so nearly every sample has a stack of its own.
+one before, so nearly every sample has a stack of its own. The clock reads are system
+calls: some samples come in the kernel.
 """
 import sys
 import time

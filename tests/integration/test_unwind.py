@@ -220,6 +220,8 @@ def no_garbage(agent, pid, known_dsos):
         if any(f in frames for f in ("bprm_execve", "do_execveat_common.isra.0",
                                      "do_execveat_common", "__x64_sys_execve")):
             continue  # sampled inside execve(): the user registers are the old image's
+        if "do_exit" in frames and frames[-1].startswith(("entry_", "asm_")):
+            continue  # sampled exiting, its memory released: no user stack is left to walk
         check("[unknown]" not in frames, f"[unknown] frame in {frames}")
         for f in frames:
             if f.startswith("["):

@@ -9,7 +9,8 @@ import subprocess
 import sys
 import time
 
-from harness import Agent, check, go_traces, path, spawn, tmpdir, wait_exit, workload
+from harness import (Agent, check, go_traces, path, pprof_json, spawn, tmpdir, wait_exit,
+                     workload)
 from test_operate import free_port, get, metric
 from test_pipeline import profiles_of, run_with_agent
 
@@ -137,23 +138,29 @@ def test_samples_in_the_kernel_unwind_from_the_saved_user_registers():
 LZMA_CHAIN = ["compress_block", "run_compress", "main"]
 
 
-def liblzma_samples(agent, pids):
-    """Samples of pids whose user leaf (under any interrupt) is in liblzma: (how many, how
-    many have the program's whole chain rootward of the library's frames, ending at a root)."""
+def liblzma_counts(p, pids):
+    """Samples of pids in profile p whose user leaf (under any interrupt) is in liblzma: (how
+    many, how many have the program's whole chain rootward of the library's frames, ending
+    at a root)."""
     in_lib = good = 0
-    for p in profiles_of(agent):
-        for s in (s for pid in pids for s in p.samples(pid=pid)):
-            leaf = p.user_leaf(s)
-            mapping = p.mappings.get(leaf["mapping"]) if leaf else None
-            if not mapping or "liblzma" not in os.path.basename(mapping["file"]):
-                continue
-            in_lib += s["count"]
-            frames = p.frames(s)
-            if LZMA_CHAIN[0] in frames:
-                i = frames.index(LZMA_CHAIN[0])
-                if frames[i:i + len(LZMA_CHAIN)] == LZMA_CHAIN and frames[-1] in ROOTS:
-                    good += s["count"]
+    for s in (s for pid in pids for s in p.samples(pid=pid)):
+        leaf = p.user_leaf(s)
+        mapping = p.mappings.get(leaf["mapping"]) if leaf else None
+        if not mapping or "liblzma" not in os.path.basename(mapping["file"]):
+            continue
+        in_lib += s["count"]
+        frames = p.frames(s)
+        if LZMA_CHAIN[0] in frames:
+            i = frames.index(LZMA_CHAIN[0])
+            if frames[i:i + len(LZMA_CHAIN)] == LZMA_CHAIN and frames[-1] in ROOTS:
+                good += s["count"]
     return in_lib, good
+
+
+def liblzma_samples(agent, pids):
+    """liblzma_counts() over every profile the agent wrote."""
+    counts = [liblzma_counts(p, pids) for p in profiles_of(agent)]
+    return sum(n for n, _ in counts), sum(g for _, g in counts)
 
 
 def test_library_without_frame_pointers_has_the_program_as_caller():
@@ -205,6 +212,48 @@ def test_library_mapped_after_the_first_sample_is_unwound_within_samples():
     check(good >= 0.97 * in_lib,
           f"{good} of {in_lib} liblzma samples of 0.4 s runs that dlopen() it have "
           f"compress_block <- run_compress <- main")
+
+
+FILE_LOOKUPS = ("unwind_file_table", "unwind_file_none", "unwind_file_build_id",
+                "unwind_file_busy")
+
+
+def test_republished_process_leaves_lookups_by_file():
+    """A process that maps a library after it was published is looked up by its file until
+    the agent publishes it again with the library; from then on its frames come from the
+    published mappings, with no lookup by file. Each CPU's BPF state keeps a process's
+    unwind_procs entry while the agent's procs_epoch is unchanged (bpf/sample.bpf.h,
+    start_unwind()): had a publication left a CPU's copy in place, every later sample of
+    the library would still be looked up by its file."""
+    agent = Agent(*DWARF, interval=1).wait_ready()
+    time.sleep(1.0)
+    proc = spawn([workload("lzmadl"), "6cpu"])
+    _, err = wait_exit(proc, 90)
+    check(proc.returncode == 0, f"lzmadl failed: {err}")
+    time.sleep(1.5)
+    agent.stop()
+    # Per window: the process's samples in liblzma, those whole to main, and the window's
+    # lookups by file (host-wide: new processes of the host add a few).
+    rows = []
+    for w in agent.windows():
+        if "file" not in w:
+            continue
+        in_lib, good = liblzma_counts(pprof_json(w["file"]), [proc.pid])
+        if in_lib:
+            rows.append((in_lib, good, sum(w.get(k, 0) for k in FILE_LOOKUPS)))
+    print(f"by window (liblzma samples, whole, lookups by file): {rows}")
+    # 6 s of one thread's CPU at 100 Hz: ~600 samples over 6 or more windows. The agent
+    # publishes the process again within a window or two of the dlopen(); from the 4th
+    # window with liblzma samples on, a lookup by file per sample would be one per sample.
+    late = rows[3:]
+    n_late = sum(n for n, _, _ in late)
+    whole = sum(g for _, g, _ in late)
+    lookups = sum(k for _, _, k in late)
+    check(n_late >= 200, f"only {n_late} liblzma samples from the 4th window on: {rows}")
+    check(whole >= 0.97 * n_late, f"{whole} of {n_late} late liblzma samples whole: {rows}")
+    check(lookups <= 0.1 * n_late,
+          f"{lookups} lookups by file beside {n_late} late liblzma samples of a published "
+          f"process: {rows}")
 
 
 def no_garbage(agent, pid, known_dsos):

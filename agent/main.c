@@ -394,7 +394,6 @@ static int start_unwinder(struct agent *a)
 		.max_rows = (uint32_t)(a->cfg->unwind_table_bytes / SAMPLER_UNWIND_ROW_BYTES),
 		.max_maps = SAMPLER_UNWIND_MAPPINGS,
 		.max_procs = SAMPLER_UNWIND_PROCESSES,
-		.procs_epoch = sampler__procs_epoch(a->sampler),
 	};
 	int err;
 
@@ -425,7 +424,6 @@ static int start_python(struct agent *a)
 		return 0;
 	}
 	po.procs_fd = sampler__py_procs_fd(a->sampler);
-	po.procs_epoch = sampler__procs_epoch(a->sampler);
 	a->python = python__new(&po);
 	if (!a->python) {
 		pr_err("cannot start the Python walker: %s", strerror(errno));

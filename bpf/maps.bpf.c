@@ -15,10 +15,6 @@ const volatile struct ignis_config cfg = {};
 
 __u32 gen = 0;
 
-/* Bumped by the agent after each change to unwind_procs or py_procs; read with gen, on its
- * cache line, by every sample the table unwinder walks. */
-__u32 procs_epoch = 0;
-
 /* Written by every CPU that may wake the agent (bpf/maps.bpf.h, events_flags()): a cache line
  * of its own, away from gen, which every sample reads. */
 __u64 events_woken_ns __attribute__((aligned(64))) = 0;

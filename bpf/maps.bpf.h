@@ -33,11 +33,6 @@ extern const volatile struct ignis_config cfg;
 /* The generation the sampler writes; flipped by the agent (agent/collect/sampler.c). */
 extern __u32 gen;
 
-/* Bumped by the agent after each change to unwind_procs or py_procs (agent/collect/sampler.c,
- * sampler__procs_changed()): a walk state that holds a process's entries (struct proc_cached)
- * may use them while it reads the same value. */
-extern __u32 procs_epoch;
-
 /* CLOCK_MONOTONIC of the last event written with the default flags (events_flags()). */
 extern __u64 events_woken_ns;
 
@@ -225,22 +220,6 @@ struct image_seen {
 /* Entries of cpu_state.seen, by tgid (a power of 2): the processes that share a CPU. */
 #define IMAGES_SEEN 16
 
-/*
- * The process image whose unwind_procs entry (uw's tgid, version, map_start, nr_maps) and
- * py_procs entry (uw.py's interpreter) the walk state holds since start_unwind() last looked
- * them up, at procs_epoch `epoch`: a CPU's next sample of the same image spares both lookups
- * while the epoch is unchanged (on the test VM two hash lookups, about a microsecond each).
- */
-struct proc_cached {
-	__u64 start_time;
-	__u32 tgid; /* 0: none */
-	__u32 exec_id;
-	__u32 epoch;
-	__u32 exec_vm; /* the published entry's */
-	__u32 py_on;   /* uw.py.on as start_python() left it (a walk may clear it) */
-	__u32 pad;
-};
-
 struct cpu_state {
 	union {
 		struct ignis_stack stack;
@@ -256,7 +235,6 @@ struct cpu_state {
 	struct mapping_sent sent[MAPPINGS_SENT]; /* the last mappings it announced */
 	__u32 sent_next;
 	__u32 pad;
-	struct proc_cached proc;	      /* start_unwind()'s */
 	struct ignis_stack_part_key part_key; /* unused: the tails maps' key type, named */
 };
 

@@ -294,54 +294,39 @@ static __always_inline void start_python(struct uw_python *py, const struct igni
 /*
  * Start the table unwinder for this sample when its process has tables (or, before it is
  * published, its executable has), with the user registers already in cs->uw (regs_err: they
- * could not be read; unwind_begin() keeps them): it records the sample itself, tail-calling
- * prog_array's unwinder with ctx, and never returns. 0: walk with frame pointers instead; 1: record the sample
+ * could not be read; unwind_begin() keeps them): it records the sample itself, tail-calling prog_array's unwinder
+ * with ctx, and never returns. 0: walk with frame pointers instead; 1: record the sample
  * without a user stack (its registers are not this image's). offcpu_ns: 0 for a CPU sample,
- * else the off-CPU sample's weight. exec_vm: the process's mm->exec_vm now. The process's
- * unwind_procs and py_procs entries are looked up unless the walk state holds them already
- * (struct proc_cached).
+ * else the off-CPU sample's weight. exec_vm: the process's mm->exec_vm now.
  */
 static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot, __u32 g,
 					struct cpu_state *cs, const struct ignis_sample_key *key,
 					int regs_err, __u64 offcpu_ns, __u64 exec_vm)
 {
-	__u32 tgid = key->tgid, published_vm = 0, epoch = *(volatile __u32 *)&procs_epoch;
-	struct proc_cached *pc = &cs->proc;
 	struct uw_state *uw = &cs->uw;
 	struct ignis_unwind_proc *p;
-	bool published;
+	__u32 tgid = key->tgid, published_vm = 0;
 	int err;
 
-	if (pc->tgid == tgid && pc->epoch == epoch && pc->start_time == key->start_time &&
-	    pc->exec_id == key->exec_id) {
-		/* uw holds this image's entries as the lookups below would read them. */
-		published = true;
-		published_vm = pc->exec_vm;
+	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (p) {
+		uw->tgid = p->tgid;
+		uw->version = p->version;
+		uw->map_start = p->map_start;
+		uw->nr_maps = p->nr_maps;
+		published_vm = p->exec_vm;
 		uw->m_start = uw->m_end = 0;
-	} else {
-		pc->tgid = 0;
-		p = bpf_map_lookup_elem(&unwind_procs, &tgid);
-		if (p) {
-			uw->tgid = p->tgid;
-			uw->version = p->version;
-			uw->map_start = p->map_start;
-			uw->nr_maps = p->nr_maps;
-			published_vm = p->exec_vm;
-			uw->m_start = uw->m_end = 0;
-			/* Read into uw first: a reused element is seen in the copy (see the
-			 * maps). */
-			if (uw->tgid != tgid || p->start_time != key->start_time ||
-			    p->exec_id != key->exec_id)
-				p = NULL;
-		}
-		published = p != NULL;
+		/* Read into uw first: a reused element is seen in the copy (see the maps). */
+		if (uw->tgid != tgid || p->start_time != key->start_time ||
+		    p->exec_id != key->exec_id)
+			p = NULL;
 	}
 	/* Code mapped since the capture the published mappings come from (a dlopen(), until
 	 * the agent publishes the process again): a pc in no published mapping is looked up
 	 * by its file, as in a process not published yet. */
-	uw->by_file = !published || published_vm != (__u32)exec_vm;
+	uw->by_file = !p || published_vm != (__u32)exec_vm;
 	uw->vdso_start = uw->vdso_end = 0;
-	if (!published) {
+	if (!p) {
 		err = start_exe_only(g, cs, key);
 		if (err == -2) {
 			stat_inc(g, STAT_UNWIND_UNMAPPED);
@@ -359,22 +344,9 @@ static __always_inline int start_unwind(void *ctx, void *prog_array, __u32 slot,
 		stat_inc(g, STAT_UNWIND_NO_TABLES);
 		return 0;
 	}
-	if (!published)
+	if (!p)
 		stat_inc(g, STAT_UNWIND_EXE_ONLY);
-	if (pc->tgid) {
-		uw->py.on = pc->py_on;
-	} else {
-		start_python(&uw->py, key);
-		if (published) {
-			/* The epoch read before the lookups: a change since is seen next time. */
-			pc->start_time = key->start_time;
-			pc->exec_id = key->exec_id;
-			pc->epoch = epoch;
-			pc->exec_vm = published_vm;
-			pc->py_on = uw->py.on;
-			pc->tgid = tgid;
-		}
-	}
+	start_python(&uw->py, key);
 	uw->py.slot = slot;
 	unwind_begin(uw, &cs->stack, g, key);
 	uw->offcpu_ns = offcpu_ns;

@@ -973,11 +973,6 @@ int sampler__py_procs_fd(const struct sampler *s)
 	return bpf_map__fd(s->skel->maps.py_procs);
 }
 
-uint32_t *sampler__procs_epoch(struct sampler *s)
-{
-	return &s->skel->bss->procs_epoch;
-}
-
 uint32_t sampler__max_stacks(const struct sampler *s)
 {
 	return s->max_stacks;

@@ -140,11 +140,6 @@ int sampler__unwind_exes_fd(const struct sampler *s);
  * descriptor of py_procs. */
 bool sampler__python(const struct sampler *s);
 int sampler__py_procs_fd(const struct sampler *s);
-/* The counter whose every change tells the programs that unwind_procs or py_procs changed
- * (bpf/maps.bpf.h, procs_epoch): whoever updates or deletes an entry of either bumps it
- * (__atomic_fetch_add) after the update. Owned by the sampler, valid until
- * sampler__free(). */
-uint32_t *sampler__procs_epoch(struct sampler *s);
 uint32_t sampler__max_stacks(const struct sampler *s);
 uint32_t sampler__max_samples(const struct sampler *s);
 

@@ -197,13 +197,6 @@ void python_bpf_proc(const struct proc_id *id, const struct py_interp *in,
 	out->layout.code_type = in->code_type;
 }
 
-/* py_procs changed: the programs' copies of its entries are looked up again. */
-static void procs_changed(struct python *py)
-{
-	if (py->opts.procs_epoch)
-		__atomic_fetch_add(py->opts.procs_epoch, 1, __ATOMIC_SEQ_CST);
-}
-
 static void count_final(struct python *py, struct py_image *pi)
 {
 	if (pi->counted)
@@ -325,10 +318,8 @@ static void unpublish(struct python *py, struct py_image *pi)
 
 	/* Only this image's entry: a new image of the tgid may be published already. */
 	if (!bpf_map_lookup_elem(py->opts.procs_fd, &pi->id.tgid, &v) &&
-	    v.start_time == pi->id.start_time && v.exec_id == pi->id.exec_id) {
+	    v.start_time == pi->id.start_time && v.exec_id == pi->id.exec_id)
 		bpf_map_delete_elem(py->opts.procs_fd, &pi->id.tgid);
-		procs_changed(py);
-	}
 	if (pi->state == PY_ATTACHED && py->stats.attached)
 		py->stats.attached--;
 }

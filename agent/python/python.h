@@ -27,7 +27,6 @@ struct symbolizer;
 struct python_opts {
 	struct proctab *proctab; /* the images to attach (borrowed) */
 	int procs_fd;		 /* py_procs (borrowed) */
-	uint32_t *procs_epoch;	 /* bumped after each change to it (sampler__procs_epoch()) */
 	uint32_t max_procs;	 /* its entries */
 	struct symbolizer *symbolizer;
 	uint64_t max_code_bytes; /* budget of the code-object cache, bytes */

@@ -34,13 +34,6 @@ _Static_assert(UNWIND_RBP_SAME == SYM_RBP_SAME && UNWIND_RBP_AT_CFA == SYM_RBP_A
 #define LOST_FMT "unwinder: out of memory: %u map entries are lost until restart"
 
 /* Free an extent an entry pointed to, after the next grace period. */
-/* unwind_procs changed: the programs' copies of its entries are looked up again. */
-static void procs_changed(struct unwinder *u)
-{
-	if (u->opts.procs_epoch)
-		__atomic_fetch_add(u->opts.procs_epoch, 1, __ATOMIC_SEQ_CST);
-}
-
 static void defer(struct extents *x, uint32_t start, uint32_t len)
 {
 	if (extents__defer(x, start, len))
@@ -310,7 +303,6 @@ void unwinder__unpublish(struct unwinder *u, struct unwind_process *p)
 		return;
 	if (bpf_map_delete_elem(u->opts.procs_fd, &key) && errno != ENOENT)
 		pr_debug("unwinder: pid %u: cannot remove: %s", p->tgid, strerror(errno));
-	procs_changed(u);
 	defer(&u->maps, p->map_start, p->nr_published);
 	p->nr_published = 0;
 	u->st.processes--;
@@ -395,7 +387,6 @@ void unwinder__publish(struct unwinder *u, struct unwind_process *p)
 		publish_failed(u, p);
 		return;
 	}
-	procs_changed(u);
 	if (old_nr)
 		defer(&u->maps, old_start, old_nr);
 	else

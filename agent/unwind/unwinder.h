@@ -30,9 +30,6 @@ struct unwinder_opts {
 	uint32_t max_rows; /* entries of each map */
 	uint32_t max_maps;
 	uint32_t max_procs;
-	/* Bumped after each change to unwind_procs, so that the BPF side's copies of an entry
-	 * are looked up again (sampler__procs_epoch(); borrowed). */
-	uint32_t *procs_epoch;
 };
 
 /* Counters since unwinder__new(), and what is held now. */

@@ -5,10 +5,13 @@
  * library's frames only for an unwinder that reads liblzma's .eh_frame.
  *
  *   lzmaloop [SECONDS[cpu]]
+ *   lzmadl [SECONDS[cpu] [WARM_UP_SECONDS]]
  *
- * Built with LZMA_DLOPEN (lzmadl), it burns 50 ms in its own code first and only then
- * loads liblzma with dlopen(): a process announced before it maps the library it spends
- * its time in, as most processes are (their first sample lands in the dynamic loader).
+ * Built with LZMA_DLOPEN (lzmadl), it burns WARM_UP_SECONDS (0.05) of wall time in its own
+ * code first and only then loads liblzma with dlopen(): a process announced before it maps
+ * the library it spends its time in, as most processes are (their first sample lands in the
+ * dynamic loader); with a warm-up of seconds, one the agent published before the dlopen(),
+ * as a program that loads a plugin late.
  */
 #include <lzma.h>
 #include <stdint.h>
@@ -48,11 +51,11 @@ NOINLINE static void warm_up(double seconds)
 		;
 }
 
-static void load_liblzma(void)
+static void load_liblzma(int argc, char **argv)
 {
 	void *lib;
 
-	warm_up(0.05);
+	warm_up(argc > 2 ? atof(argv[2]) : 0.05);
 	lib = dlopen("liblzma.so.5", RTLD_NOW);
 	if (!lib || !(*(void **)&encode = dlsym(lib, "lzma_easy_buffer_encode"))) {
 		fprintf(stderr, "liblzma: %s\n", dlerror());
@@ -60,8 +63,10 @@ static void load_liblzma(void)
 	}
 }
 #else
-static void load_liblzma(void)
+static void load_liblzma(int argc, char **argv)
 {
+	(void)argc;
+	(void)argv;
 	encode = lzma_easy_buffer_encode;
 }
 #endif
@@ -81,7 +86,7 @@ int main(int argc, char **argv)
 	uint64_t x = 88172645463325252ULL;
 	size_t i;
 
-	load_liblzma();
+	load_liblzma(argc, argv);
 	/* Compressible but not trivial: text-like bytes from a xorshift generator. */
 	for (i = 0; i < sizeof(input); i++) {
 		x ^= x << 13;

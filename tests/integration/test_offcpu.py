@@ -183,8 +183,10 @@ def test_migrating_threads_add_up():
 
 
 def test_io_waits_are_uninterruptible():
-    """fdatasync and an O_DIRECT pread: their time lands on sync_part and read_part, in the
-    uninterruptible state, as much as the threads measured around them."""
+    """fdatasync and an O_DIRECT pread: their time off CPU lands on sync_part and read_part,
+    in the uninterruptible state, as much as the threads measured around them: the calls'
+    wall time less the CPU time they took (the kernel's work of an I/O: on this VM, with a
+    fast disk, up to half of a read's time, when the CPUs are busy)."""
     d = tmpdir("ignis-io-")
     # On disk, not tmpfs: /var/tmp is the root file system's.
     f = os.path.join("/var/tmp", f"ignis-offcpu-{os.getpid()}-{os.path.basename(d)}")
@@ -204,8 +206,15 @@ def test_io_waits_are_uninterruptible():
     check(set(by_fn) == {"sync_part", "read_part"}, f"I/O functions off CPU: {list(by_fn)}")
     for fn, (t, got) in by_fn.items():
         check(t["loops"] > 20, f"{fn}: only {t['loops']} I/Os")
-        check(got >= 0.6 * t["wait_ns"] - 2 * PERIOD_MS * 1e6,
-              f"{fn}: {got / 1e6:.1f} ms off CPU, it waited {t['wait_ns'] / 1e6:.1f} ms")
+        # Off CPU inside the calls: their wall time less their CPU time and what the
+        # hypervisor stole from that CPU time (run_workload()'s share).
+        steal = t["stolen_ns"] / t["cpu_ns"] if t["cpu_ns"] else 0
+        off = t["wait_ns"] - t["wait_cpu_ns"] * (1 + steal)
+        print(f"{fn}: {got / 1e6:.1f} ms off CPU of {off / 1e6:.1f} ms ({t['wait_ns'] / 1e6:.1f} "
+              f"ms in the calls, {t['wait_cpu_ns'] / 1e6:.1f} ms on CPU)")
+        check(got >= 0.8 * off - 2 * PERIOD_MS * 1e6,
+              f"{fn}: {got / 1e6:.1f} ms off CPU; it spent {t['wait_ns'] / 1e6:.1f} ms in "
+              f"the calls, {t['wait_cpu_ns'] / 1e6:.1f} ms of them on CPU")
         d_state = sum(s["offcpu"] for p, s in offcpu_samples(profiles, pid=pid, tid=t["tid"],
                                                             thread_state="uninterruptible")
                       if fn in p.frames(s))

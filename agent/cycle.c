@@ -44,9 +44,10 @@ struct cycle {
 	uint64_t seq; /* the window being recorded */
 	uint64_t window_start_real;
 	uint64_t window_start_mono;
-	uint64_t summary_ns;	      /* CLOCK_MONOTONIC of the last summary */
-	uint64_t kallsyms_loaded_ns;  /* ... of the last kallsyms load */
-	struct metrics_snapshot snap; /* totals since start, published after each window */
+	uint64_t summary_ns;		  /* CLOCK_MONOTONIC of the last summary */
+	uint64_t kallsyms_loaded_ns;	  /* ... of the last kallsyms load */
+	struct metrics_snapshot snap;	  /* totals since start, published after each window */
+	unsigned int symbol_idle_windows; /* opts.symbol_idle_sec in windows, 0: never */
 };
 
 /* One window on its way through the cycle. */
@@ -88,6 +89,9 @@ struct cycle *cycle__new(const struct cycle_opts *opts)
 	c->kallsyms_loaded_ns = c->window_start_mono;
 	c->snap.interval_ns = (uint64_t)opts->interval_sec * NSEC_PER_SEC;
 	c->snap.last_drain_ns = c->window_start_mono;
+	if (opts->symbol_idle_sec && opts->interval_sec)
+		c->symbol_idle_windows = /* at most 7 days in 1 s windows */
+			(opts->symbol_idle_sec + opts->interval_sec - 1) / opts->interval_sec;
 	return c;
 }
 
@@ -266,9 +270,8 @@ void cycle__log_summary(struct cycle *c)
 		"%" PRIu64 " symbol tables (%" PRIu64 " KiB); %" PRIu64 " KiB written",
 		v[CNT_WINDOWS], v[CNT_SAMPLES], v[CNT_PROFILED],
 		counters_bpf_drops(&c->snap.c) + v[CNT_CAP_DROPPED], v[CNT_EVENTS_LOST],
-		v[CNT_PROCESSES_TRACKED],
-		v[CNT_SYMBOL_TABLES_LOADED] - v[CNT_SYMBOL_TABLES_EVICTED],
-		v[CNT_SYMBOL_CACHE_BYTES] >> 10, v[CNT_BYTES_WRITTEN] >> 10);
+		v[CNT_PROCESSES_TRACKED], v[CNT_SYMBOL_TABLES], v[CNT_SYMBOL_CACHE_BYTES] >> 10,
+		v[CNT_BYTES_WRITTEN] >> 10);
 }
 
 /* Debug files debuginfod delivered since the last window name this one. */
@@ -452,6 +455,8 @@ static void release(struct cycle *c, const struct window *w)
 	int n;
 
 	proctab__release(c->opts.proctab, w->seq);
+	/* Tables of binaries that ran once go after a while, not when the budget is full. */
+	symbolizer__drop_idle(c->opts.symbolizer, c->symbol_idle_windows);
 	/* DWARF's sections stay in memory only while a window is symbolized (libc6-dbg's libc
 	 * alone holds 10-14 MiB open); what they named stays in the address caches. */
 	symbolizer__release_dwarf(c->opts.symbolizer);

@@ -41,6 +41,7 @@ struct cycle_opts {
 	unsigned int frequency_hz;	       /* sampling frequency per CPU */
 	bool offcpu; /* windows carry off-CPU samples: profiles of PROFILE_CPU_OFFCPU */
 	unsigned int interval_sec; /* the window length */
+	uint64_t symbol_idle_sec;  /* drop symbol tables no window used this long; 0: never */
 	unsigned int top;	   /* print the top N functions per window; 0: no */
 	uint64_t unwind_rows;	   /* rows the unwind table map holds */
 	bool kernel_stacks;	   /* kernel stacks are walked: reload kallsyms when

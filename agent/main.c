@@ -512,6 +512,7 @@ static int start_windows(struct agent *a, bool kernel_symbols)
 		.output_dir = cfg->output_dir,
 		.frequency_hz = cfg->frequency_hz,
 		.interval_sec = cfg->interval_sec,
+		.symbol_idle_sec = cfg->symbol_cache_idle_sec,
 		.top = cfg->top,
 		.unwind_rows = cfg->unwind_table_bytes / SAMPLER_UNWIND_ROW_BYTES,
 		.kernel_stacks = cfg->kernel_stacks,

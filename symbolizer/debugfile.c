@@ -146,7 +146,6 @@ static int accept_file(struct symbolizer *s, const struct symtab_key *k, int fd)
 	found = tfind(&key, &s->tables, sym_cmp_table);
 	if (found)
 		sym_table_drop(s, *found);
-	s->evict_gen++;
 	s->stats.debug_files++;
 	return 0;
 }

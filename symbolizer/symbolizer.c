@@ -4,7 +4,8 @@
  *
  * Tables are keyed by build ID (or by file identity for files without one), so identical
  * binaries in many containers share one table. The cache holds at most opts.cache_max_bytes
- * of tables and evicts the least recently used first; an evicted table is parsed again from
+ * of tables and evicts the least recently used first; the caller drops the tables no lookup
+ * used for a while as well (symbolizer__drop_idle()). A dropped table is parsed again from
  * its object's descriptor on the next lookup.
  */
 #include <errno.h>
@@ -92,6 +93,8 @@ void sym_table_drop(struct symbolizer *s, struct symtab *t)
 	lru_unlink(s, t);
 	tdelete(t, &s->tables, sym_cmp_table);
 	s->stats.cache_bytes -= t->bytes;
+	s->stats.tables--;
+	s->evict_gen++;
 	symtab__free(t);
 }
 
@@ -159,8 +162,20 @@ static void enforce_budget(struct symbolizer *s, const struct symtab *keep)
 	       s->lru_tail != keep) {
 		sym_table_drop(s, s->lru_tail);
 		s->stats.tables_evicted++;
-		s->evict_gen++;
 	}
+}
+
+size_t symbolizer__drop_idle(struct symbolizer *s, unsigned int max_idle)
+{
+	size_t before = s->stats.cache_bytes;
+
+	/* The list is in order of last use, so the idle tables are its tail. */
+	while (max_idle && s->lru_tail && s->period - s->lru_tail->used >= max_idle) {
+		sym_table_drop(s, s->lru_tail);
+		s->stats.tables_expired++;
+	}
+	s->period++;
+	return before - s->stats.cache_bytes;
 }
 
 static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
@@ -236,6 +251,7 @@ static struct symtab *load_table(struct symbolizer *s, struct sym_object *o)
 	lru_push_front(s, t);
 	s->stats.cache_bytes += t->bytes;
 	s->stats.tables_loaded++;
+	s->stats.tables++;
 	sym_log(s, SYM_LOG_DEBUG, "%s: %zu symbols%s, %zu bytes", o->name, t->nr_syms,
 		t->dwarf ? " and DWARF" : "", t->bytes);
 	enforce_budget(s, t);
@@ -273,6 +289,7 @@ static struct symtab *get_table(struct symbolizer *s, struct sym_object *o)
 		lru_unlink(s, t);
 		lru_push_front(s, t);
 	}
+	t->used = s->period;
 	return t;
 }
 

@@ -59,6 +59,8 @@ struct symbolizer_stats {
 	uint64_t errors;	      /* ... where the object's symbols could not be read */
 	uint64_t tables_loaded;	      /* symbol tables parsed (cache misses) */
 	uint64_t tables_evicted;      /* symbol tables dropped to stay within the budget */
+	uint64_t tables_expired;      /* ... dropped by symbolizer__drop_idle() */
+	uint64_t tables;	      /* symbol tables cached now */
 	uint64_t cache_bytes;	      /* bytes held by cached symbol tables now */
 	uint64_t objects;	      /* live objects now */
 	uint64_t kernel_symbols;      /* symbols loaded from kallsyms */
@@ -85,6 +87,17 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *stat
  * the cache's count (the caller may give them back to the system with malloc_trim()).
  */
 size_t symbolizer__release_dwarf(struct symbolizer *s);
+
+/*
+ * End a period of use (the agent: a window) and drop the symbol tables that no lookup used
+ * in the last `max_idle` periods, this one included: the tables of binaries that ran once
+ * and exited would otherwise stay until the budget needs their room, memory a host that
+ * runs a burst of distinct binaries (a build, a test suite) never gets back. An object of a
+ * dropped table parses it again on its next lookup. max_idle 0 keeps every table. Returns
+ * the bytes released by the cache's count (see symbolizer__release_dwarf() for giving them
+ * back to the system).
+ */
+size_t symbolizer__drop_idle(struct symbolizer *s, unsigned int max_idle);
 
 /*
  * Objects.

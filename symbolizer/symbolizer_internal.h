@@ -67,6 +67,7 @@ struct symtab {
 	size_t names_len;	 /* bytes used in names */
 	size_t names_cap;	 /* bytes allocated for names */
 	size_t bytes;		 /* what this table costs, counted against the budget */
+	uint64_t used;		 /* the symbolizer's period when a lookup last used it */
 	struct symtab *lru_prev; /* toward most recently used */
 	struct symtab *lru_next;
 };
@@ -128,6 +129,7 @@ struct symbolizer {
 	struct symtab *lru_head; /* most recently used */
 	struct symtab *lru_tail;
 	uint64_t evict_gen; /* bumped on every eviction */
+	uint64_t period;    /* symbolizer__drop_idle() calls */
 	struct symbolizer_stats stats;
 	void *debug_files;		/* tsearch tree of struct debug_file by table key */
 	char *scratch[SYM_MAX_SCRATCH]; /* names made by the last symbolize call (demangled) */

@@ -375,6 +375,17 @@ static int opt_symbol_cache(struct agent_config *cfg, const char *arg, char *why
 	return 0;
 }
 
+static int opt_symbol_cache_idle(struct agent_config *cfg, const char *arg, char *why, size_t len)
+{
+	uint64_t v;
+
+	if (parse_duration(arg, &v) || v > 7 * 24 * 3600)
+		return WHY("must be a duration up to 7d (e.g. 5m); 0 keeps tables until the "
+			   "budget needs their room");
+	cfg->symbol_cache_idle_sec = v;
+	return 0;
+}
+
 static int opt_max_stacks(struct agent_config *cfg, const char *arg, char *why, size_t len)
 {
 	uint64_t v;
@@ -557,6 +568,10 @@ static const struct option_desc agent_options[] = {
 	  "memory budget for cached symbol tables (one library's DWARF may take half of it, "
 	  "while a window is symbolized)",
 	  "64MiB", 0, NULL, opt_symbol_cache },
+	{ "symbol-cache-idle", 0, "DURATION",
+	  "drop a cached symbol table no window used for this long, so that the memory held for "
+	  "binaries that ran once comes back (0: keep tables until the budget needs the room)",
+	  "5m", 0, NULL, opt_symbol_cache_idle },
 	{ "debug-dir", 0, "DIR",
 	  "separate debug files on the host: DIR/.build-id/xx/rest.debug and DIR/PATH/DEBUGLINK "
 	  "(looked up inside a container's root first)",
@@ -622,6 +637,7 @@ static void agent_init(struct agent_config *cfg)
 	cfg->unwind = SAMPLER_UNWIND_AUTO;
 	cfg->unwind_table_bytes = 8ULL << 20;
 	cfg->symbol_cache_bytes = 64ULL << 20;
+	cfg->symbol_cache_idle_sec = 5 * 60;
 	cfg->debug_dir = strdup("/usr/lib/debug");
 	cfg->debuginfod_timeout_sec = 30;
 }

@@ -44,6 +44,7 @@ struct agent_config {
 	enum sampler_unwind unwind;  /* --unwind */
 	uint64_t unwind_table_bytes; /* the row map, bytes */
 	uint64_t symbol_cache_bytes;
+	uint64_t symbol_cache_idle_sec;	 /* drop symbol tables unused this long, 0: never */
 	char *debug_dir;		 /* host folder of separate debug files, "/usr/lib/debug" */
 	char *debuginfod_urls;		 /* space-separated servers, NULL: none */
 	uint64_t debuginfod_timeout_sec; /* per fetch */

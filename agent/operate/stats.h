@@ -177,6 +177,11 @@
 	X(SYMBOL_TABLES_EVICTED, TOTAL, SYM(tables_evicted),				\
 	  "ignis_symbol_tables_evicted_total", "", NULL,				\
 	  "Symbol tables dropped to stay within the cache budget.")			\
+	X(SYMBOL_TABLES_EXPIRED, TOTAL, SYM(tables_expired),				\
+	  "ignis_symbol_tables_expired_total", "", NULL,				\
+	  "Symbol tables dropped after --symbol-cache-idle without use.")		\
+	X(SYMBOL_TABLES, GAUGE, SYM(tables), "ignis_symbol_tables", "", NULL,		\
+	  "Symbol tables cached now.")							\
 	X(SYMBOL_ADDR_HITS, TOTAL, SYM(addr_hits),					\
 	  "ignis_symbol_address_cache_hits_total", "", NULL,				\
 	  "Lookups answered from addresses resolved through DWARF before.")		\

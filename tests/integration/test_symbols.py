@@ -457,3 +457,87 @@ def test_node_perf_basic_prof_names_javascript():
     check(total > 100, f"only {total} samples of node")
     check(named > 0.5 * total, f"{named} of {total} node samples name hotLoop:\n"
           f"{agent.stderr()[-1500:]}")
+
+
+def _copy_with_build_id(src, dst, tweak):
+    """A copy of src whose GNU build ID differs in its last byte (tables are cached by build
+    ID: distinct IDs make distinct tables); returns dst."""
+    import shutil
+    import subprocess
+    note = subprocess.run(["readelf", "-n", src], capture_output=True, text=True).stdout
+    build_id = bytes.fromhex(re.search(r"Build ID: (\w+)", note).group(1))
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    at = data.find(build_id)
+    check(at > 0 and data.find(build_id, at + 1) < 0, f"{src}: build ID not found once")
+    data[at + len(build_id) - 1] ^= tweak
+    with open(dst, "wb") as f:
+        f.write(data)
+    shutil.copymode(src, dst)
+    return dst
+
+
+def test_symbol_tables_of_exited_binaries_are_dropped_when_idle():
+    """A burst of binaries that run once (a build, a test suite) must not hold the agent's
+    memory until the symbol cache's budget needs the room: with --symbol-cache-idle 3s, the
+    tables of 8 binaries of distinct build IDs, each named while it ran, are dropped once no
+    window used them for 3 s; the table of a binary that keeps running is loaded once and
+    kept."""
+    import time
+    from harness import Agent, spawn, tmpdir, wait_exit
+    from test_ship import free_port, metric, metrics
+    folder = tmpdir("ignis-idle-")
+    keeper = _copy_with_build_id(workload("burn"), os.path.join(folder, "keeper"), 0xff)
+    once = [_copy_with_build_id(workload("burn"), os.path.join(folder, f"once{i}"), i)
+            for i in range(1, 9)]
+    port = free_port()
+    agent = Agent("--metrics-address", f"127.0.0.1:{port}", "--symbol-cache-idle", "3s",
+                  interval=1).wait_ready()
+    kept = spawn([keeper, "40", "1"])
+    agent.wait_windows(4)
+    before = metrics(port)
+    runs = [spawn([exe, "1.5", "1"]) for exe in once]
+    for r in runs:
+        wait_exit(r, 30)
+    peak = metrics(port)
+    # Every table the burst loaded goes within 3 s of windows plus the one being recorded.
+    deadline = time.monotonic() + 30
+    while True:
+        after = metrics(port)
+        expired = metric(after, "ignis_symbol_tables_expired_total") - \
+            metric(before, "ignis_symbol_tables_expired_total")
+        if expired >= len(once) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    n_windows = len(agent.windows())
+    agent.wait_windows(n_windows + 2)  # the keeper goes on being named after the drops
+    kept.kill()
+    agent.stop()
+    log = agent.stderr()
+
+    def loads(exe):
+        return len(re.findall(rf"^.*{re.escape(exe)}: \d+ symbols", log, re.M))
+
+    check(agent.returncode == 0, f"agent exit {agent.returncode}")
+    check(all(loads(exe) == 1 for exe in once),
+          f"tables loaded per binary of the burst: {[loads(exe) for exe in once]}")
+    check(loads(keeper) == 1, f"the running binary's table was loaded {loads(keeper)} times")
+    tables = {name: metric(text, "ignis_symbol_tables")
+              for name, text in (("before", before), ("peak", peak), ("after", after))}
+    check(expired >= len(once), f"{expired:.0f} tables expired after the burst of "
+          f"{len(once)} binaries (tables cached {tables})")
+    # Whatever else the host ran meanwhile is allowed a few tables of its own.
+    check(tables["after"] <= tables["before"] + 3,
+          f"tables cached before the burst, at its end and after: {tables}")
+    named = {}
+    for prof in profiles_of(agent):
+        for s in prof.data["samples"]:
+            exe = s["labels"].get("comm")
+            if "burn_spin" in prof.user_frames(s):
+                named[exe] = named.get(exe, 0) + s["count"]
+    check(all(named.get(os.path.basename(exe), 0) > 0 for exe in once + [keeper]),
+          f"samples named burn_spin by binary: {named}")
+    last = profiles_of(agent)[-2]  # the last whole window, after the drops
+    check(sum(s["count"] for s in last.samples(pid=kept.pid)
+              if "burn_spin" in last.user_frames(s)) > 0,
+          "the running binary is not named in the last windows")

@@ -685,6 +685,47 @@ static void test_cache_budget(void **state)
 	symbolizer__free(s);
 }
 
+/* Tables no lookup used for max_idle periods are dropped; the others stay, and an object
+ * whose table was dropped (its cached pointer now stale) reads it again on its next lookup. */
+static void test_idle_tables_dropped(void **state)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	const char *fixtures[] = { FIXTURE("fixture-pie"), FIXTURE("fixture-nopie"),
+				   FIXTURE("libfixture.so") };
+	struct sym_object *o[3];
+	struct symbolizer_stats st, all;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		o[i] = open_fixture(s, fixtures[i]);
+		expect_named(s, o[i], fixtures[i], "fx_exported_first", "fx_exported_first");
+	}
+	symbolizer__stats(s, &all);
+	assert_int_equal(all.tables, 3);
+	assert_int_equal(symbolizer__drop_idle(s, 2), 0); /* all used in this period */
+	expect_named(s, o[0], fixtures[0], "fx_exported_first", "fx_exported_first");
+	assert_int_equal(symbolizer__drop_idle(s, 2), 0); /* o[1], o[2]: one period idle */
+	expect_named(s, o[0], fixtures[0], "fx_exported_first", "fx_exported_first");
+	assert_true(symbolizer__drop_idle(s, 2) > 0); /* ... two: dropped */
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.tables, 1);
+	assert_int_equal(st.tables_expired, 2);
+	assert_true(st.cache_bytes > 0 && st.cache_bytes < all.cache_bytes);
+	/* 0 keeps every table, however long idle. */
+	for (i = 0; i < 5; i++)
+		assert_int_equal(symbolizer__drop_idle(s, 0), 0);
+	for (i = 1; i < 3; i++)
+		expect_named(s, o[i], fixtures[i], "fx_exported_first", "fx_exported_first");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.tables, 3);
+	assert_int_equal(st.tables_loaded, 5);
+	assert_int_equal(st.cache_bytes, all.cache_bytes);
+	for (i = 0; i < 3; i++)
+		sym_object__put(o[i]);
+	symbolizer__free(s);
+}
+
 /* Tables are keyed by build ID: a second copy of a binary reuses the first one's table. */
 static void test_table_shared_by_build_id(void **state)
 {
@@ -848,9 +889,9 @@ UNIT_MAIN("symbolizer", cmocka_unit_test(test_pie),
 	  cmocka_unit_test(test_shared_library), cmocka_unit_test(test_dynsym_only),
 	  cmocka_unit_test(test_no_build_id), cmocka_unit_test(test_vaddr),
 	  cmocka_unit_test(test_exe_layout), cmocka_unit_test(test_objects_are_shared),
-	  cmocka_unit_test(test_cache_budget), cmocka_unit_test(test_table_shared_by_build_id),
-	  cmocka_unit_test(test_not_elf), cmocka_unit_test(test_vdso),
-	  cmocka_unit_test(test_dwarf_inline_frames),
+	  cmocka_unit_test(test_idle_tables_dropped), cmocka_unit_test(test_cache_budget),
+	  cmocka_unit_test(test_table_shared_by_build_id), cmocka_unit_test(test_not_elf),
+	  cmocka_unit_test(test_vdso), cmocka_unit_test(test_dwarf_inline_frames),
 	  cmocka_unit_test(test_dwarf_closed_and_opened_again),
 	  cmocka_unit_test(test_prefetch_resolves_ahead_and_closes),
 	  cmocka_unit_test(test_dwarf_compressed_sections), cmocka_unit_test(test_minidebuginfo),

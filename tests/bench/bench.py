@@ -2012,11 +2012,17 @@ def memsoak(res, minutes):
             if now >= due:
                 if a.proc.poll() is not None:
                     raise RuntimeError("ignis exited during the soak:\n" + a.text()[-2000:])
+                text = metrics_text(a.metrics_port)
                 samples.append({"t": round(now - t0, 1), "rss_kib": proc_status(a.pid, "VmRSS"),
                                 "anon_kib": proc_status(a.pid, "RssAnon"),
-                                "maps_bytes": map_memlock(a.pid)})
+                                "maps_bytes": map_memlock(a.pid),
+                                "symbol_cache_bytes":
+                                    metric_value(text, "ignis_symbol_cache_bytes"),
+                                "symbol_tables": metric_value(text, "ignis_symbol_tables")})
                 log(f"memsoak {samples[-1]['t']:.0f} s: RSS {samples[-1]['rss_kib'] / 1024:.1f}"
-                    f" MiB, RssAnon {samples[-1]['anon_kib'] / 1024:.1f} MiB")
+                    f" MiB, RssAnon {samples[-1]['anon_kib'] / 1024:.1f} MiB, symbol cache "
+                    f"{samples[-1]['symbol_cache_bytes'] / 2**20:.1f} MiB in "
+                    f"{samples[-1]['symbol_tables']:.0f} tables")
                 if now - t0 >= total:
                     break
                 due += SOAK_SAMPLE_S
@@ -2059,6 +2065,11 @@ def memsoak(res, minutes):
             cmd + f"; {mib(samples[0]['rss_kib']):.1f} MiB at the first sample")
     res.add("memsoak_rss_anon", "  RssAnon at the end", "MiB", [mib(samples[-1]["anon_kib"])],
             cmd + f"; {mib(samples[0]['anon_kib']):.1f} MiB at the first sample")
+    res.add("memsoak_symbol_cache", "  symbol cache at the end (what the heap holds for names)",
+            "MiB", [samples[-1]["symbol_cache_bytes"] / 2**20],
+            cmd + f"; ignis_symbol_cache_bytes, {samples[-1]['symbol_tables']:.0f} tables; "
+            f"highest after the warm-up {max(s['symbol_cache_bytes'] for s in after) / 2**20:.1f}"
+            " MiB")
     res.add("memsoak_maps_mib", "  BPF map memory (memlock, defaults)", "MiB",
             [end["maps_bytes"] / 2**20], cmd + "; memlock of the agent's maps (fdinfo)" +
             (f"; {lost[-1]} process events lost" if lost else ""))

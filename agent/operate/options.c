@@ -569,8 +569,9 @@ static const struct option_desc agent_options[] = {
 	  "while a window is symbolized)",
 	  "64MiB", 0, NULL, opt_symbol_cache },
 	{ "symbol-cache-idle", 0, "DURATION",
-	  "drop a cached symbol table no window used for this long, so that the memory held for "
-	  "binaries that ran once comes back (0: keep tables until the budget needs the room)",
+	  "drop a cached symbol table no window used for this long (in whole windows, at least "
+	  "one), so that the memory held for binaries that ran once comes back (0: keep tables "
+	  "until the budget needs the room)",
 	  "5m", 0, NULL, opt_symbol_cache_idle },
 	{ "debug-dir", 0, "DIR",
 	  "separate debug files on the host: DIR/.build-id/xx/rest.debug and DIR/PATH/DEBUGLINK "

@@ -37,13 +37,15 @@ static void test_defaults_and_values(void **state)
 	assert_int_equal(cfg.interval_sec, 10);
 	assert_true(cfg.kernel_stacks);
 	assert_null(cfg.output_dir);
+	assert_int_equal(cfg.symbol_cache_idle_sec, 300);
 	config_fini(&cfg);
 
 	assert_int_equal(parse(&cfg,
 			       "--frequency 997 --interval 2m --duration 30 --pid 12 "
 			       "--pid 34 --no-kernel --top 5 --output-dir /tmp/x "
 			       "--output-max-bytes 10MiB --output-max-age 2d --log-level debug "
-			       "--event cycles --symbol-cache-size 1G --max-stacks 4096",
+			       "--event cycles --symbol-cache-size 1G --max-stacks 4096 "
+			       "--symbol-cache-idle 1h",
 			       err, sizeof(err)),
 			 0);
 	assert_int_equal(cfg.frequency_hz, 997);
@@ -60,6 +62,10 @@ static void test_defaults_and_values(void **state)
 	assert_int_equal(cfg.event, SAMPLER_EVENT_CYCLES);
 	assert_int_equal(cfg.symbol_cache_bytes, 1ULL << 30);
 	assert_int_equal(cfg.max_stacks, 4096);
+	assert_int_equal(cfg.symbol_cache_idle_sec, 3600);
+	config_fini(&cfg);
+	assert_int_equal(parse(&cfg, "--symbol-cache-idle 0", err, sizeof(err)), 0);
+	assert_int_equal(cfg.symbol_cache_idle_sec, 0); /* never */
 	config_fini(&cfg);
 
 	/* The server's protocol: Pyroscope unless said. */
@@ -96,6 +102,8 @@ static void test_errors(void **state)
 		{ "--output-max-bytes 10", "at least 1MiB" },
 		{ "--output-max-age 5s", "at least 1m" },
 		{ "--max-stacks 5", "1024 to 4194304" },
+		{ "--symbol-cache-idle 8d", "--symbol-cache-idle 8d: must be a duration up to 7d" },
+		{ "--symbol-cache-idle soon", "must be a duration up to 7d" },
 		{ "--bogus", "--bogus: unknown option" },
 		{ "--frequency", "--frequency: missing value" },
 		{ "--no-kernel=yes", "--no-kernel takes no value" },

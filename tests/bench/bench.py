@@ -1142,7 +1142,7 @@ def stop_cpu_s(prof, timeout=120):
     return ru.ru_utime + ru.ru_stime
 
 
-def unwind_bpf_cost(res, quick, interval=1):
+def unwind_bpf_cost(res, quick):
     """ns per sample of the sampler program, the same deep recursion unwound with the tables
     (built without frame pointers) and with frame pointers (built with them), one agent and
     one workload at a time, the order alternating; and whether the stacks were whole.
@@ -1175,7 +1175,7 @@ def unwind_bpf_cost(res, quick, interval=1):
                     port = free_port()
                     t0 = time.monotonic()
                     a = Ignis(100, "--unwind", mode, "--pid", str(w.pid), "--metrics-address",
-                              f"127.0.0.1:{port}", interval=interval)
+                              f"127.0.0.1:{port}", interval=1)
                     publish = None
                     if mode == "dwarf":
                         if wait_published(a.pid, [w.pid], 60) is None:
@@ -1691,7 +1691,7 @@ def python_memory(res, quick):
     interval = 2 if quick else 5
     functions = 200
     port, port_off = free_port(), free_port()
-    on = Ignis(100, "--metrics-address", f"127.0.0.1:{port}", interval=interval)
+    on = Ignis(100, "--metrics-address", f"127.0.0.1:{port}", interval=1)
     off = Ignis(100, "--no-python", "--metrics-address", f"127.0.0.1:{port_off}",
                 interval=interval)
     time.sleep(interval + 1)

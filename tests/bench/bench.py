@@ -1691,7 +1691,7 @@ def python_memory(res, quick):
     interval = 2 if quick else 5
     functions = 200
     port, port_off = free_port(), free_port()
-    on = Ignis(100, "--metrics-address", f"127.0.0.1:{port}", interval=1)
+    on = Ignis(100, "--metrics-address", f"127.0.0.1:{port}", interval=interval)
     off = Ignis(100, "--no-python", "--metrics-address", f"127.0.0.1:{port_off}",
                 interval=interval)
     time.sleep(interval + 1)

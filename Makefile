@@ -43,7 +43,7 @@ VERSION ?= 0.1.0
 REVISION := $(shell git rev-parse --short HEAD 2>/dev/null)
 
 # ---- 3. Flags ---------------------------------------------------------------------------------
-PKGS := libbpf libelf libdw zlib libprotobuf-c yaml-0.1 libmicrohttpd libcurl json-c libsystemd \
+PKGS := libbpf libelf libdw libdeflate zlib libprotobuf-c yaml-0.1 libmicrohttpd libcurl json-c libsystemd \
 	libdebuginfod
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
@@ -197,7 +197,7 @@ $(BUILD)/san/ignis: $(AGENT_OBJS:$(BUILD)/%=$(BUILD)/san/%) $(BUILD)/san/libsymb
 include tests/tests.mk
 
 # ---- 6. Phony targets -------------------------------------------------------------------------
-DEB_BUILD_PKGS := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev \
+DEB_BUILD_PKGS := make gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev libdeflate-dev zlib1g-dev \
 		  libyaml-dev libmicrohttpd-dev libjson-c-dev libcurl4-openssl-dev \
 		  protobuf-c-compiler libprotobuf-c-dev libsystemd-dev libiberty-dev liblzma-dev libdebuginfod-dev pkg-config git
 DEB_TEST_PKGS := libcmocka-dev golang-go python3 bpftrace linux-perf xz-utils perl gdb openssl \

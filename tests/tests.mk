@@ -439,7 +439,7 @@ $(BUILD)/fuzz/symbolizer/%.o: symbolizer/%.c
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SYM_OBJS)
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw -lz -liberty -llzma
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lelf -ldw -ldeflate -lz -liberty -llzma
 
 fuzz-build: $(FUZZ_BINS)
 

@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -219,6 +221,98 @@ static void test_dwarf_compressed_sections(void **state)
 	assert_non_null(o);
 	find_inlined(s, o, FIXTURE("inline-zlib"), f, &n);
 	assert_int_equal(f[1].line, marker_line("CALL_LEAF"));
+	sym_object__put(o);
+	symbolizer__free(s);
+}
+
+/*
+ * A copy of fixture in a memfd with its section `section` (SHF_COMPRESSED, ELFCLASS64)
+ * damaged: its deflate stream's middle bytes inverted, or, with ch_size non-zero, its
+ * compression header claiming that many bytes inflated.
+ */
+static int damaged_copy(const char *fixture, const char *section, uint64_t ch_size)
+{
+	int in = open(fixture, O_RDONLY | O_CLOEXEC), out = memfd_create("damaged", MFD_CLOEXEC);
+	Elf *elf = elf_begin(in, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr shdr;
+	char buf[65536];
+	ssize_t n;
+
+	assert_true(in >= 0 && out >= 0 && elf && !elf_getshdrstrndx(elf, &shstrndx));
+	while ((scn = elf_nextscn(elf, scn)) && gelf_getshdr(scn, &shdr))
+		if (!strcmp(elf_strptr(elf, shstrndx, shdr.sh_name), section))
+			break;
+	assert_non_null(scn);
+	assert_true((shdr.sh_flags & SHF_COMPRESSED) && shdr.sh_size > sizeof(Elf64_Chdr) + 16);
+	elf_end(elf);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	if (ch_size) {
+		assert_int_equal(pwrite(out, &ch_size, sizeof(ch_size),
+					(off_t)(shdr.sh_offset + offsetof(Elf64_Chdr, ch_size))),
+				 sizeof(ch_size));
+	} else {
+		off_t mid = (off_t)(shdr.sh_offset + sizeof(Elf64_Chdr) +
+				    (shdr.sh_size - sizeof(Elf64_Chdr)) / 2 - 4);
+
+		assert_int_equal(pread(out, buf, 8, mid), 8);
+		for (int i = 0; i < 8; i++)
+			buf[i] = (char)~buf[i];
+		assert_int_equal(pwrite(out, buf, 8, mid), 8);
+	}
+	return out;
+}
+
+/*
+ * A compressed debug section that does not inflate is left out and the rest is used: a
+ * corrupt .debug_info leaves the symbol table's names (no inline frames); a .debug_line whose
+ * header claims 1 GiB from 180 bytes (more than deflate can expand to) is refused without
+ * reading the DWARF as too large for the cache, so the inline frames stay, without lines.
+ */
+static void test_dwarf_damaged_compressed_sections(void **state)
+{
+	const char *fixture = FIXTURE("inline-zlib");
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct nm_symbol ns = { 0 };
+	struct sym_object *o;
+	struct sym_frame f[8];
+	uint64_t a;
+	int fd, n;
+
+	(void)state;
+	/* The address whose frames are leaf_inlined <- mid_inlined <- outer, intact. */
+	o = open_fixture(s, fixture);
+	assert_non_null(o);
+	a = find_inlined(s, o, fixture, f, &n);
+	sym_object__put(o);
+	symbolizer__free(s);
+	assert_int_equal(nm_lookup(fixture, "outer", &ns), 0);
+
+	s = symbolizer__new(NULL);
+	fd = damaged_copy(fixture, ".debug_info", 0);
+	o = symbolizer__open_fd(s, fd, "corrupt-info", 0, 0);
+	close(fd);
+	assert_non_null(o);
+	assert_int_equal(symbolizer__symbolize(s, o, a, f, 8), 1);
+	assert_string_equal(f[0].name, "outer");
+	assert_int_equal(f[0].line, 0);
+	sym_object__put(o);
+	symbolizer__free(s);
+
+	s = symbolizer__new(NULL);
+	fd = damaged_copy(fixture, ".debug_line", 1ULL << 30);
+	o = symbolizer__open_fd(s, fd, "oversized-line", 0, 0);
+	close(fd);
+	assert_non_null(o);
+	n = symbolizer__symbolize(s, o, a, f, 8);
+	assert_int_equal(n, 3);
+	assert_string_equal(f[0].name, "leaf_inlined");
+	assert_string_equal(f[1].name, "mid_inlined");
+	assert_string_equal(f[2].name, "outer");
+	assert_int_equal(f[0].line, 0);
 	sym_object__put(o);
 	symbolizer__free(s);
 }
@@ -894,7 +988,8 @@ UNIT_MAIN("symbolizer", cmocka_unit_test(test_pie),
 	  cmocka_unit_test(test_vdso), cmocka_unit_test(test_dwarf_inline_frames),
 	  cmocka_unit_test(test_dwarf_closed_and_opened_again),
 	  cmocka_unit_test(test_prefetch_resolves_ahead_and_closes),
-	  cmocka_unit_test(test_dwarf_compressed_sections), cmocka_unit_test(test_minidebuginfo),
-	  cmocka_unit_test(test_demangle_from_symbol_table),
+	  cmocka_unit_test(test_dwarf_compressed_sections),
+	  cmocka_unit_test(test_dwarf_damaged_compressed_sections),
+	  cmocka_unit_test(test_minidebuginfo), cmocka_unit_test(test_demangle_from_symbol_table),
 	  cmocka_unit_test(test_debug_file_by_debuglink), cmocka_unit_test(test_perfmap),
 	  cmocka_unit_test(test_symbol_by_name))

@@ -16,8 +16,9 @@
  * Memory. libdw reads every debug section it knows into memory when the file is opened (a
  * compressed section, as Debian's -dbg and -dbgsym files have them, decompressed whole),
  * and keeps each CU's line table and abbreviations once read: libc6-dbg's libc costs 10-14
- * MiB that way (and the 3 MiB of its compressed sections, which libelf keeps while open). What a library's DWARF costs between lookups is what we index ourselves:
- * the CU ranges (kept) and the scope index of each CU looked up (on demand, at most
+ * MiB that way, plus the 3 MiB of its compressed sections, which libelf keeps while open.
+ * What a library's DWARF costs between lookups is what we index ourselves: the CU ranges
+ * (kept) and the scope index of each CU looked up (on demand, at most
  * SYM_DWARF_MAX_SCOPE_BYTES per object, least recently used CUs dropped first). The libdw
  * handle with its sections and line tables is opened on demand and closed by
  * sym_dwarf__release(), which the symbolizer's user calls once a batch of lookups is done

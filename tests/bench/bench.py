@@ -1994,6 +1994,7 @@ def memsoak(res, minutes):
     and the BPF maps' kernel memory (memlock, fdinfo)."""
     total = minutes * 60
     warmup = min(SOAK_WARMUP_S, total / 3)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     a = Ignis(None, interval=None, log_level=None)
     churn = spawn(["bash", "-c", 'while [ $SECONDS -lt "$1" ]; do "$2" 5 >/dev/null; '
                    '/bin/true; i=$((i + 1)); [ $((i % 20)) = 0 ] && "$3" -c "sum(range(10**5))"; '
@@ -2038,7 +2039,8 @@ def memsoak(res, minutes):
                 p.wait()
     a.stop()
     lost = re.findall(r"(\d+) process events lost", a.text())
-    res.data["memsoak"] = {"minutes": minutes, "warmup_s": warmup, "samples": samples,
+    res.data["memsoak"] = {"minutes": minutes, "warmup_s": warmup, "started": started,
+                           "samples": samples,
                            "events_lost": int(lost[-1]) if lost else 0}
     memsoak_figures(res, res.data["memsoak"])
 
@@ -2189,6 +2191,18 @@ def table_rows(res, keys):
     return rows
 
 
+def soak_title(res):
+    """The soak group's title: when the soak ran, and whether in this run or an earlier one
+    (the hour-long soak is run on its own, and a full run keeps the last one's figures)."""
+    soak = res.data.get("memsoak") or {}
+    title = "Memory over a soak with process churn (`make bench SOAK_MINUTES=60`"
+    if soak.get("started"):
+        title += f", {soak['minutes']:g} min from {soak['started']}"
+    if soak.get("carried"):
+        title += ", an earlier run than the rest of this table"
+    return title + ")"
+
+
 def report(res, quick):
     figs = res.data["figures"]
     lines = []
@@ -2242,8 +2256,7 @@ def report(res, quick):
         ("Local analysis: `ignis report` and `ignis diff` over a day of windows of a busy "
          "host (tests/tools/mkwindows), beside `go tool pprof -top`",
          [k for k in figs if k.startswith("report_")]),
-        ("Memory over a soak with process churn (`make bench SOAK_MINUTES=60`)",
-         [k for k in figs if k.startswith("memsoak_")]),
+        (soak_title(res), [k for k in figs if k.startswith("memsoak_")]),
         ("Accuracy and loss",
          [f"{x}_{t}_{hz}" for hz in (100, 1000) for t in ("ignis", "perf", "bpftrace")
           for x in ("share_error_pooled", "share_error", "complete_stacks")] +
@@ -2347,6 +2360,15 @@ def main():
     full = every <= only
     merged = False
     res.data["sections"] = sorted(only)
+    if full and "memsoak" not in only and os.path.exists(path):
+        # The hour-long soak is run on its own: a full run without it keeps the last one's
+        # readings and figures, dated, rather than dropping them from the README.
+        with open(path) as f:
+            last = json.load(f)
+        if last.get("quick") == args.quick and last.get("memsoak"):
+            res.data["memsoak"] = dict(last["memsoak"], carried=True)
+            res.data["figures"].update({k: v for k, v in last["figures"].items()
+                                        if k.startswith("memsoak_")})
     if not full and os.path.exists(path):
         # A partial run refreshes its sections of the last results; the README is rewritten
         # only when those covered every section (a run of a few sections after another

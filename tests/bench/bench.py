@@ -2360,29 +2360,29 @@ def main():
     full = every <= only
     merged = False
     res.data["sections"] = sorted(only)
-    if full and "memsoak" not in only and os.path.exists(path):
-        # The hour-long soak is run on its own: a full run without it keeps the last one's
-        # readings and figures, dated, rather than dropping them from the README.
+    last = None
+    if os.path.exists(path):
         with open(path) as f:
             last = json.load(f)
-        if last.get("quick") == args.quick and last.get("memsoak"):
-            res.data["memsoak"] = dict(last["memsoak"], carried=True)
-            res.data["figures"].update({k: v for k, v in last["figures"].items()
-                                        if k.startswith("memsoak_")})
-    if not full and os.path.exists(path):
+        if last.get("quick") != args.quick:
+            last = None     # the results of the other kind of run are not merged
+    if last and full and "memsoak" not in only and last.get("memsoak"):
+        # The hour-long soak is run on its own: a full run without it keeps the last one's
+        # readings and figures, dated, rather than dropping them from the README.
+        res.data["memsoak"] = dict(last["memsoak"], carried=True)
+        res.data["figures"].update({k: v for k, v in last["figures"].items()
+                                    if k.startswith("memsoak_")})
+    if last and not full:
         # A partial run refreshes its sections of the last results; the README is rewritten
         # only when those covered every section (a run of a few sections after another
         # partial one would otherwise drop the figures of all the others from it).
-        with open(path) as f:
-            last = json.load(f)
-        if last.get("quick") == args.quick:
-            last["figures"].update(res.data["figures"])
-            res.data["figures"] = last["figures"]
-            res.data["sections"] = sorted(only | set(last.get("sections", ())))
-            merged = every <= set(res.data["sections"])
-            for key in ("accounting", "unwind", "python", "memsoak"):
-                if last.get(key) is not None:
-                    res.data.setdefault(key, last[key])
+        last["figures"].update(res.data["figures"])
+        res.data["figures"] = last["figures"]
+        res.data["sections"] = sorted(only | set(last.get("sections", ())))
+        merged = every <= set(res.data["sections"])
+        for key in ("accounting", "unwind", "python", "memsoak"):
+            if last.get(key) is not None:
+                res.data.setdefault(key, last[key])
     res.data["targets"] = verdicts(res)
     with open(path, "w") as f:
         json.dump(res.data, f, indent=1)
